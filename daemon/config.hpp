@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// rpmemd's configuration: command line (PMDK-compatible, getopt_long) and config files.
+//
+// libpmempool runs `rpmemd --remove DESC --force` over ssh by itself and PMDK's test harness
+// runs `rpmemd --log-file=F --log-level=L --poolset-dir=D --config=C --persist-apm`, so the
+// options, their spellings and the config file syntax are PMDK 1.12's
+// (reference §6.1-§6.4), plus one extension: heartbeat-timeout.
+#pragma once
+
+#include "log.hpp"
+
+#include <bitset>
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#ifndef RPMEMD_VERSION
+#define RPMEMD_VERSION "0.1.0"
+#endif
+
+namespace rpmemd
+{
+
+/** Bad command line, config file or resulting configuration. what() says what is wrong,
+ * where, and what to do. rpmemd exits with status 255 on it, as PMDK's did. */
+class config_error : public std::runtime_error
+{
+public:
+	using std::runtime_error::runtime_error;
+};
+
+struct config {
+	std::string log_file = "/var/log/rpmemd.log";
+	std::string poolset_dir = "$HOME"; // absolute after load(); "$HOME" is substituted
+	bool persist_apm = false;          // offer APM where the pool is on real pmem (§6.7)
+	bool persist_general = true;       // accepted for PMDK compatibility; GPSPM is always there
+	bool use_syslog = true;
+	log_level level = log_level::err;
+	unsigned nthreads = 0;                  // worker threads; 0 = choose automatically
+	std::optional<std::string> config_file; // --config: read only this file
+	std::optional<std::string> remove_desc; // --remove: remove this pool set and exit
+	bool force = false;                     // --force: with --remove, ignore errors
+	bool remove_poolset = false;            // --pool-set: with --remove, delete the file too
+	bool help = false;                      // -h: print usage() to stderr, exit 0
+	bool version = false;                   // -V: print version_string() to stderr, exit 0
+
+	// Extension (also a config key): how long the daemon waits on a silent client (no control
+	// message, no fabric traffic) before it declares the session dead and cleans up.
+	std::chrono::milliseconds heartbeat_timeout{5000};
+};
+
+/** The settings a config file may set; command-line values for them win over config files. */
+enum class setting {
+	log_file,
+	poolset_dir,
+	persist_apm,
+	persist_general,
+	use_syslog,
+	log_level,
+	heartbeat_timeout,
+	count_
+};
+
+/** Which settings the command line gave (and config files therefore must not change). */
+class cmdline_mask
+{
+public:
+	void set(setting s) { bits_.set(static_cast<std::size_t>(s)); }
+	bool has(setting s) const { return bits_.test(static_cast<std::size_t>(s)); }
+
+private:
+	std::bitset<static_cast<std::size_t>(setting::count_)> bits_;
+};
+
+/** Where load() looks: tests point these elsewhere. */
+struct environment {
+	std::string home; // the user's home directory (for ~/.rpmemd.conf and $HOME)
+	std::string etc_config = "/etc/rpmemd/rpmemd.conf";
+
+	/** $HOME, or the password database entry of the real user when HOME is unset. */
+	static environment from_process();
+};
+
+/**
+ * Parses the command line (getopt_long, short options "c:hVr:fst:", long options in both
+ * `--opt=value` and `--opt value` forms). Non-option arguments are ignored, as PMDK did.
+ * Stops at -h / -V (config.help / config.version set). Records in `given` which settings
+ * came from the command line. Throws config_error on an unknown option or a bad value.
+ */
+config parse_command_line(int argc, char **argv, cmdline_mask *given = nullptr);
+
+/**
+ * Applies config file text to cfg, skipping settings in `given`. `file` names the text in
+ * errors. Throws config_error "Invalid config file line at <file>:<n>: ..." on the first bad
+ * line (lines before it are applied).
+ */
+void parse_config_text(config &cfg, std::string_view text, const std::string &file,
+                       const cmdline_mask &given);
+
+/** Reads config files: only cfg.config_file (must exist) if set, else env.etc_config then
+ * env.home/.rpmemd.conf, each optional. Later files override earlier ones. */
+void load_config_files(config &cfg, const cmdline_mask &given, const environment &env);
+
+/** Replaces the first "$HOME" in `path` that is not followed by an alphanumeric character. */
+std::string substitute_home(std::string_view path, std::string_view home);
+
+/** Command line, then config files, then $HOME substitution and validation (poolset-dir must
+ * be absolute). With -h or -V, returns right after the command line. */
+config load(int argc, char **argv, const environment &env);
+
+/** The --help text; `program` is argv[0]. */
+std::string usage(std::string_view program);
+
+/** "rpmemd version <RPMEMD_VERSION>" */
+std::string version_string();
+
+} // namespace rpmemd

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The address space of a pool: its part files mapped back to back into one contiguous range,
+// and the persistence primitive that matches the medium (pmem_persist or pmem_msync).
+#pragma once
+
+#include "pool_header.hpp"
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace rpmemd
+{
+
+/** Owns a file descriptor; closing it also drops the flock held on it. */
+class unique_fd
+{
+public:
+	unique_fd() = default;
+	explicit unique_fd(int fd) noexcept : fd_(fd) {}
+	unique_fd(unique_fd &&o) noexcept : fd_(o.release()) {}
+	unique_fd &operator=(unique_fd &&o) noexcept;
+	unique_fd(const unique_fd &) = delete;
+	unique_fd &operator=(const unique_fd &) = delete;
+	~unique_fd();
+
+	int get() const noexcept { return fd_; }
+	int release() noexcept;
+
+private:
+	int fd_ = -1;
+};
+
+/** One part's contribution to the pool's address space. */
+struct map_source {
+	int fd = -1;
+	std::uint64_t offset = 0; // file offset: 0, or 4096 past a header of part i > 0
+	std::uint64_t length = 0; // bytes, a multiple of the page size
+	std::string path;         // for messages
+};
+
+/**
+ * Reserves one range for all parts and maps each with MAP_SHARED|MAP_FIXED into it, in order.
+ * Tries MAP_SYNC first: a file on a DAX file system is then persistent memory. is_pmem() also
+ * honours PMEM_IS_PMEM_FORCE through pmem_is_pmem(). Failures throw rpmem::error.
+ */
+class pool_map
+{
+public:
+	explicit pool_map(std::span<const map_source> parts);
+	pool_map(const pool_map &) = delete;
+	pool_map &operator=(const pool_map &) = delete;
+	~pool_map();
+
+	void *base() const noexcept { return base_; }
+	std::uint64_t size() const noexcept { return size_; }
+	bool is_pmem() const noexcept { return is_pmem_; }
+	/** Whether the parts were mapped with MAP_SYNC (a DAX file system). */
+	bool map_sync() const noexcept { return map_sync_; }
+
+	/** Makes [offset, offset+len) durable: pmem_persist on pmem, else pmem_msync. */
+	void persist(std::uint64_t offset, std::uint64_t len) const;
+	/** Durable beyond the memory controller's queues (pmem_deep_persist), else pmem_msync. */
+	void deep_persist(std::uint64_t offset, std::uint64_t len) const;
+
+private:
+	void *at(std::uint64_t offset, std::uint64_t len) const;
+
+	void *base_ = nullptr;
+	std::uint64_t size_ = 0;
+	bool map_sync_ = false;
+	bool is_pmem_ = false;
+};
+
+/** A separate 4 KiB mapping of one part's header, so headers of parts i > 0 (outside the
+ * pool's range) and part 0's can be rewritten alike. */
+class header_window
+{
+public:
+	header_window(int fd, bool map_sync, bool is_pmem, const std::string &path);
+	header_window(const header_window &) = delete;
+	header_window &operator=(const header_window &) = delete;
+	~header_window();
+
+	pool_hdr &hdr() noexcept { return *hdr_; }
+	/** Writes the header durably (pmem_persist or pmem_msync). Throws rpmem::error. */
+	void persist() const;
+
+private:
+	pool_hdr *hdr_ = nullptr;
+	bool is_pmem_ = false;
+	std::string path_;
+};
+
+/** The system page size; pool layout assumes 4 KiB (PMDK's x86-64 POOL_HDR_SIZE). */
+std::uint64_t page_size() noexcept;
+
+} // namespace rpmemd

@@ -1,0 +1,643 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// rpmemd's pool store (PMDK 1.12.1 rpmemd_db.c + the remote paths of set.c, rewritten).
+#include "pool_store.hpp"
+
+#include "poolset/poolset.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+namespace rpmemd
+{
+
+using rpmem::control::pool_attr;
+using rpmem::control::status;
+
+namespace
+{
+
+constexpr std::string_view poolset_signature = "PMEMPOOLSET";
+constexpr std::size_t max_poolset_file = 1u << 20;
+
+/** rpmemd.c rpmemd_db_get_status: how PMDK reports a failed system call to the client. */
+status status_of_errno(int e) noexcept
+{
+	switch (e) {
+	case EEXIST:
+		return status::exists;
+	case EACCES:
+	case EPERM:
+	case EROFS:
+		return status::noaccess;
+	case ENOENT:
+	case ENOTDIR:
+		return status::noexist;
+	case EWOULDBLOCK:
+		return status::busy;
+	case EINVAL:
+		return status::pool_cfg;
+	default:
+		return status::fatal;
+	}
+}
+
+[[noreturn]] void fail(status st, int e, std::string msg)
+{
+	throw store_error(st, e, std::move(msg));
+}
+
+/** what() appends strerror(e) to msg. */
+[[noreturn]] void fail_errno(int e, std::string msg)
+{
+	throw store_error(status_of_errno(e), e, std::move(msg));
+}
+
+bool is_zero(const pool_attr &a) noexcept
+{
+	return a == pool_attr{};
+}
+
+std::uint64_t page_down(std::uint64_t v) noexcept
+{
+	return v & ~(page_size() - 1);
+}
+
+/** Where part i's share of the pool's address space lies in its file (reference §7.7). */
+struct extent {
+	std::uint64_t offset; // past the part's own header for parts i > 0 with headers
+	std::uint64_t length;
+};
+extent part_extent(std::size_t i, std::uint64_t part_size, std::size_t nparts, unsigned nhdrs)
+{
+	std::uint64_t off = i > 0 && nhdrs == nparts ? pool_hdr_size : 0;
+	return {off, page_down(part_size - off)};
+}
+
+/** A pool set (or a plain pool file, PMDK's single-part pool) as the store needs it. */
+struct layout {
+	std::string file;
+	bool is_poolset = true;
+	std::vector<rpmem::poolset::part> parts;
+	std::size_t replicas = 1;
+	bool single_header = false;
+	bool no_headers = false;
+
+	unsigned nhdrs() const
+	{
+		return no_headers ? 0 : single_header ? 1 : static_cast<unsigned>(parts.size());
+	}
+	/** PMDK's set->poolsize: the contiguous range, part 0's header included. */
+	std::uint64_t map_size() const
+	{
+		std::uint64_t sum = 0;
+		for (std::size_t i = 0; i < parts.size(); ++i)
+			sum += part_extent(i, parts[i].size, parts.size(), nhdrs()).length;
+		return sum;
+	}
+};
+
+std::string read_poolset_text(int fd, const std::string &path)
+{
+	std::string text;
+	std::array<char, 8192> buf;
+	for (;;) {
+		ssize_t n = ::read(fd, buf.data(), buf.size());
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			fail_errno(errno, fmt::format("cannot read pool set file {}", path));
+		if (n == 0)
+			return text;
+		text.append(buf.data(), static_cast<std::size_t>(n));
+		if (text.size() > max_poolset_file)
+			fail(status::pool_cfg, EINVAL,
+			     fmt::format("{} is larger than {} bytes: not a pool set file", path,
+			                 max_poolset_file));
+	}
+}
+
+/** Reads a pool set file; any other regular file is a single-part pool (PMDK set.c). */
+layout load_layout(const std::string &path)
+{
+	unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+	if (fd.get() < 0)
+		fail_errno(errno, fmt::format("cannot open pool set file {}", path));
+	layout l;
+	l.file = path;
+	std::array<char, poolset_signature.size()> sig{};
+	ssize_t n = pread(fd.get(), sig.data(), sig.size(), 0);
+	if (n != static_cast<ssize_t>(sig.size()) ||
+	    std::string_view(sig.data(), sig.size()) != poolset_signature) {
+		struct stat st = {};
+		if (fstat(fd.get(), &st) != 0)
+			fail_errno(errno, fmt::format("cannot stat pool file {}", path));
+		l.is_poolset = false;
+		l.parts.push_back({.size = static_cast<std::uint64_t>(st.st_size), .path = path});
+		return l;
+	}
+	try {
+		auto set = rpmem::poolset::parse(read_poolset_text(fd.get(), path), path);
+		l.replicas = set.replicas.size();
+		l.single_header = set.opts.single_header;
+		l.no_headers = set.opts.no_headers;
+		if (!set.replicas.empty())
+			l.parts = set.replicas[0].parts;
+	} catch (const rpmem::poolset::parse_error &e) {
+		fail(status::pool_cfg, EINVAL, fmt::format("invalid pool set file: {}", e.what()));
+	}
+	return l;
+}
+
+/** The rules every remote pool set obeys (util_pool_create_uuids / util_pool_open_remote). */
+void check_layout(const layout &l, std::uint64_t min_size)
+{
+	if (page_size() != pool_hdr_size)
+		fail(status::fatal, ENOTSUP,
+		     fmt::format("pools need a {} byte page size, this host has {}", pool_hdr_size,
+		                 page_size()));
+	if (l.replicas != 1 || l.parts.empty())
+		fail(status::pool_cfg, EINVAL,
+		     fmt::format("{}: a pool set served by rpmemd must have exactly one replica "
+		                 "with at least one part: remove its REPLICA lines",
+		                 l.file));
+	for (const auto &p : l.parts)
+		if (p.size < min_part_size)
+			fail(status::pool_cfg, EINVAL,
+			     fmt::format("{}:{}: part {} is {} bytes; parts of remote pools must "
+			                 "be at least {} bytes (2 MiB)",
+			                 l.file, p.line, p.path, p.size, min_part_size));
+	if (l.map_size() < min_pool_size)
+		fail(status::pool_cfg, EINVAL,
+		     fmt::format("{}: the pool is {} bytes, smaller than the minimum {}", l.file,
+		                 l.map_size(), min_pool_size));
+	if (l.map_size() < min_size)
+		fail(status::badsize, EFBIG,
+		     fmt::format("{}: the pool is {} bytes but the client needs {}: enlarge the "
+		                 "parts of the pool set",
+		                 l.file, l.map_size(), min_size));
+}
+
+/** PMDK: attributes go with headers, and SINGLEHDR must match the incompat flag. */
+void check_create_attr(const layout &l, const std::optional<pool_attr> &attr)
+{
+	bool no_attr = !attr || is_zero(*attr);
+	if (no_attr && !l.no_headers)
+		fail(status::pool_cfg, EINVAL,
+		     fmt::format("{}: the pool set has pool headers but the client sent no pool "
+		                 "attributes: add 'OPTION NOHDRS' to the pool set, or create the "
+		                 "pool with attributes",
+		                 l.file));
+	if (!no_attr && l.no_headers)
+		fail(status::pool_cfg, EINVAL,
+		     fmt::format("{}: pool attributes cannot be stored in a pool set with "
+		                 "'OPTION NOHDRS': remove the option",
+		                 l.file));
+	if (!no_attr && l.single_header != bool(attr->incompat_features & feat_incompat_singlehdr))
+		fail(status::pool_cfg, EINVAL,
+		     fmt::format("{}: 'OPTION SINGLEHDR' is {} in the pool set but the SINGLEHDR "
+		                 "feature is {} in the pool attributes: both sides must agree",
+		                 l.file, l.single_header ? "set" : "not set",
+		                 l.single_header ? "not set" : "set"));
+}
+
+/** Which process holds a flock on fd's file, from /proc/locks ("" when unknown). */
+std::string lock_holder(int fd)
+{
+	struct stat st = {};
+	std::FILE *f = std::fopen("/proc/locks", "re");
+	if (fstat(fd, &st) != 0 || f == nullptr) {
+		if (f)
+			std::fclose(f);
+		return {};
+	}
+	std::string who;
+	char line[256];
+	while (who.empty() && std::fgets(line, sizeof(line), f)) {
+		unsigned long pid = 0, ino = 0;
+		unsigned maj = 0, min = 0;
+		if (std::sscanf(line, "%*d: FLOCK %*s %*s %lu %x:%x:%lu", &pid, &maj, &min, &ino) ==
+		        4 &&
+		    ino == st.st_ino && maj == major(st.st_dev) && min == minor(st.st_dev))
+			who = fmt::format(" (pid {})", pid);
+	}
+	std::fclose(f);
+	return who;
+}
+
+void lock_part(int fd, const std::string &path, std::string_view descriptor)
+{
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return;
+	if (errno == EWOULDBLOCK)
+		fail(status::busy, EBUSY,
+		     fmt::format("pool {} is in use by another rpmemd{}: part {} is locked; close "
+		                 "the pool there first",
+		                 descriptor, lock_holder(fd), path));
+	fail_errno(errno, fmt::format("cannot lock pool part {}", path));
+}
+
+part_file open_part(const rpmem::poolset::part &p, std::string_view descriptor)
+{
+	part_file f{.fd = unique_fd(::open(p.path.c_str(), O_RDWR | O_CLOEXEC)),
+	            .path = p.path,
+	            .size = p.size};
+	if (f.fd.get() < 0)
+		fail_errno(errno,
+		           fmt::format("cannot open part {} of pool {}", p.path, descriptor));
+	struct stat st = {};
+	if (fstat(f.fd.get(), &st) != 0)
+		fail_errno(errno, fmt::format("cannot stat part {}", p.path));
+	if (!S_ISREG(st.st_mode))
+		fail(status::pool_cfg, EINVAL,
+		     fmt::format("part {} of pool {} is not a regular file (Device DAX parts are "
+		                 "not supported)",
+		                 p.path, descriptor));
+	lock_part(f.fd.get(), p.path, descriptor);
+	if (static_cast<std::uint64_t>(st.st_size) != p.size)
+		fail(status::pool_cfg, EINVAL,
+		     fmt::format("part {} of pool {} is {} bytes but the pool set declares {}",
+		                 p.path, descriptor, st.st_size, p.size));
+	return f;
+}
+
+/** PMDK accepts an existing part of the declared size whose header area is all zeros. */
+void check_unused(const part_file &f, std::string_view descriptor)
+{
+	std::array<std::uint8_t, pool_hdr_size> head{};
+	ssize_t n = pread(f.fd.get(), head.data(), head.size(), 0);
+	if (n < 0)
+		fail_errno(errno, fmt::format("cannot read part {}", f.path));
+	for (auto b : head)
+		if (b != 0)
+			fail(
+			    status::exists, EEXIST,
+			    fmt::format("cannot create pool {}: part {} already exists and is in "
+			                "use (its first 4 KiB are not zero); remove the pool first "
+			                "(rpmemd --remove)",
+			                descriptor, f.path));
+}
+
+part_file create_part(const rpmem::poolset::part &p, std::string_view descriptor)
+{
+	// 0600: the umask can only narrow it; PMDK's rpmemd widened parts to 0666.
+	int fd = ::open(p.path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		part_file f = open_part(p, descriptor);
+		check_unused(f, descriptor);
+		return f;
+	}
+	if (fd < 0)
+		fail_errno(errno,
+		           fmt::format("cannot create part {} of pool {}", p.path, descriptor));
+	part_file f{.fd = unique_fd(fd), .path = p.path, .size = p.size, .created = true};
+	return f;
+}
+
+/** Allocates the blocks now, so a full file system fails here instead of as SIGBUS later. */
+void allocate_part(const part_file &f)
+{
+	int rc = posix_fallocate(f.fd.get(), 0, static_cast<off_t>(f.size));
+	if (rc != 0)
+		fail_errno(rc, fmt::format("cannot allocate {} bytes for part {}", f.size, f.path));
+}
+
+void unlink_created(std::vector<part_file> &parts) noexcept
+{
+	for (auto &f : parts)
+		if (f.created)
+			::unlink(f.path.c_str());
+}
+
+/** Opens (create: creates) and locks every part; on failure removes what it created. */
+std::vector<part_file> acquire_parts(const layout &l, std::string_view descriptor, bool create)
+{
+	std::vector<part_file> parts;
+	try {
+		for (const auto &p : l.parts) {
+			parts.push_back(create ? create_part(p, descriptor)
+			                       : open_part(p, descriptor));
+			// Locked only once in the vector, so a failed lock still removes the file.
+			if (parts.back().created)
+				lock_part(parts.back().fd.get(), p.path, descriptor);
+			if (create)
+				allocate_part(parts.back());
+		}
+	} catch (...) {
+		unlink_created(parts);
+		throw;
+	}
+	return parts;
+}
+
+} // namespace
+
+store_error::store_error(rpmem::control::status st, int errnum, std::string msg)
+    : rpmem::error(errnum, msg), status_(st)
+{
+}
+
+// ---------------------------------------------------------------------------------- pool
+
+pool::pool(std::string descriptor, std::vector<part_file> parts, unsigned nhdrs, bool single_header)
+    : descriptor_(std::move(descriptor)), parts_(std::move(parts)), nhdrs_(nhdrs),
+      single_header_(single_header)
+{
+}
+
+pool::~pool()
+{
+	try {
+		mark_open(false);
+	} catch (...) {
+		// The pool's data is durable already; only the clean-shutdown mark is lost and
+		// the next open re-initialises it, as PMDK does.
+	}
+}
+
+void pool::map_parts()
+{
+	std::vector<map_source> sources;
+	for (std::size_t i = 0; i < parts_.size(); ++i) {
+		auto [off, len] = part_extent(i, parts_[i].size, parts_.size(), nhdrs_);
+		sources.push_back({.fd = parts_[i].fd.get(),
+		                   .offset = off,
+		                   .length = len,
+		                   .path = parts_[i].path});
+	}
+	try {
+		map_ = std::make_unique<pool_map>(sources);
+	} catch (const rpmem::error &e) {
+		throw store_error(status_of_errno(e.errnum()), e.errnum(),
+		                  fmt::format("pool {}: {}", descriptor_, e.message()));
+	}
+}
+
+void pool::write_headers(const pool_attr &attr)
+{
+	std::vector<uuid> ids(nhdrs_);
+	for (auto &id : ids)
+		id = generate_uuid();
+	if (attr.uuid != uuid{})
+		ids[0] = attr.uuid;
+	auto or_own = [&](const uuid &u) { return u != uuid{} ? u : ids[0]; };
+	header_links links{.poolset =
+	                       attr.poolset_uuid != uuid{} ? attr.poolset_uuid : generate_uuid(),
+	                   .prev_repl = or_own(attr.prev_uuid),
+	                   .next_repl = or_own(attr.next_uuid)};
+	for (unsigned p = 0; p < nhdrs_; ++p) {
+		struct stat st = {};
+		if (fstat(parts_[p].fd.get(), &st) != 0)
+			fail_errno(errno, fmt::format("cannot stat part {}", parts_[p].path));
+		links.self = ids[p];
+		links.prev_part = ids[(p + nhdrs_ - 1) % nhdrs_];
+		links.next_part = ids[(p + 1) % nhdrs_];
+		header_window w(parts_[p].fd.get(), map_->map_sync(), is_pmem(), parts_[p].path);
+		w.hdr() = make_header(attr, links, static_cast<std::uint64_t>(st.st_ctime), p == 0);
+		w.persist();
+		if (p == 0)
+			attr_ = header_attr(w.hdr());
+	}
+	marked_open_ = true;
+}
+
+void pool::check_single_header(std::uint32_t incompat, const char *where) const
+{
+	if (single_header_ != bool(incompat & feat_incompat_singlehdr))
+		fail(status::pool_cfg, EINVAL,
+		     fmt::format("pool {}: 'OPTION SINGLEHDR' is {} in the pool set but the "
+		                 "SINGLEHDR feature is {} in {}: both must agree",
+		                 descriptor_, single_header_ ? "set" : "not set",
+		                 single_header_ ? "not set" : "set", where));
+}
+
+void pool::load_headers()
+{
+	if (nhdrs_ == 0)
+		return;
+	std::vector<pool_hdr> hdrs;
+	for (unsigned p = 0; p < nhdrs_; ++p)
+		hdrs.push_back(
+		    header_window(parts_[p].fd.get(), map_->map_sync(), is_pmem(), parts_[p].path)
+		        .hdr());
+	auto refuse = [&](unsigned p, const std::string &wrong) {
+		fail(status::pool_cfg, EINVAL,
+		     fmt::format(
+		         "pool {}: invalid header in part {}: {}; restore the part or remove "
+		         "and re-create the pool",
+		         descriptor_, parts_[p].path, wrong));
+	};
+	// Each header on its own first, so a wiped part is named as such, not as a bad link.
+	for (unsigned p = 0; p < nhdrs_; ++p)
+		if (auto wrong = check_header_alone(hdrs[p]))
+			refuse(p, *wrong);
+	for (unsigned p = 0; p < nhdrs_; ++p)
+		if (auto wrong =
+		        check_header(hdrs[p], hdrs[0], hdrs[(p + nhdrs_ - 1) % nhdrs_].part_uuid,
+		                     hdrs[(p + 1) % nhdrs_].part_uuid))
+			refuse(p, *wrong);
+	check_single_header(load_le(hdrs[0].feat.incompat), "its pool header");
+	attr_ = header_attr(hdrs[0]);
+	mark_open(true);
+}
+
+void pool::mark_open(bool open)
+{
+	if (nhdrs_ == 0 || !map_ || marked_open_ == open)
+		return;
+	header_window w(parts_[0].fd.get(), map_->map_sync(), is_pmem(), parts_[0].path);
+	if (!(load_le(w.hdr().feat.incompat) & feat_incompat_sds))
+		return;
+	if (!open)
+		map_->deep_persist(0, map_->size()); // PMDK drains the pool before clearing dirty
+	set_shutdown_dirty(w.hdr(), open);
+	w.persist();
+	marked_open_ = open;
+}
+
+void pool::set_attr(const std::optional<pool_attr> &attr)
+{
+	bool no_attr = !attr || is_zero(*attr);
+	if (nhdrs_ == 0) {
+		if (!no_attr)
+			fail(status::pool_cfg, EINVAL,
+			     fmt::format("pool {} has no headers (OPTION NOHDRS): it cannot store "
+			                 "pool attributes",
+			                 descriptor_));
+		return;
+	}
+	if (no_attr)
+		fail(status::pool_cfg, EINVAL,
+		     fmt::format("pool {} has headers: its attributes cannot be cleared",
+		                 descriptor_));
+	check_single_header(attr->incompat_features, "the new attributes");
+	for (unsigned p = 0; p < nhdrs_; ++p) {
+		header_window w(parts_[p].fd.get(), map_->map_sync(), is_pmem(), parts_[p].path);
+		pool_hdr &h = w.hdr();
+		apply_attr(h, *attr);
+		// Part 0's UUID is the client's; its neighbours' links follow
+		// (util_replica_set_attr).
+		if (p == 0)
+			h.part_uuid = attr->uuid;
+		if (p == nhdrs_ - 1)
+			h.next_part_uuid = attr->uuid;
+		if (p == 1 % nhdrs_)
+			h.prev_part_uuid = attr->uuid;
+		seal(h);
+		w.persist();
+	}
+	attr_ = *attr;
+}
+
+void pool::discard() noexcept
+{
+	marked_open_ = false;
+	map_.reset();
+	unlink_created(parts_);
+	// Adopted parts had all-zero headers (check_unused): give them back that way.
+	static const std::array<std::uint8_t, pool_hdr_size> zeros{};
+	for (const auto &f : parts_)
+		if (!f.created && pwrite(f.fd.get(), zeros.data(), zeros.size(), 0) < 0)
+			continue; // best effort: the next create reports the part as in use
+}
+
+// ---------------------------------------------------------------------------- pool_store
+
+pool_store::pool_store(std::string poolset_dir) : dir_(std::move(poolset_dir))
+{
+	if (dir_.empty() || dir_.front() != '/')
+		fail(status::fatal, EINVAL,
+		     fmt::format("poolset directory '{}' is not an absolute path: set poolset-dir "
+		                 "to one",
+		                 dir_));
+	char real[PATH_MAX];
+	if (!realpath(dir_.c_str(), real))
+		fail_errno(errno, fmt::format("poolset directory {}", dir_));
+	struct stat st = {};
+	if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode))
+		fail(status::fatal, ENOTDIR,
+		     fmt::format("poolset directory {} is not a directory", dir_));
+	real_dir_ = real;
+}
+
+std::string pool_store::resolve(std::string_view descriptor) const
+{
+	auto bad = [&](std::string_view why) {
+		fail(status::badname, EINVAL,
+		     fmt::format("invalid pool descriptor '{}': {}", descriptor, why));
+	};
+	if (descriptor.empty())
+		bad("it is empty");
+	if (descriptor.find('\0') != std::string_view::npos)
+		bad("it contains a NUL byte");
+	if (descriptor.front() == '/')
+		bad("it must be relative to the poolset directory");
+	for (std::size_t pos = 0; pos <= descriptor.size();) {
+		std::size_t end = std::min(descriptor.find('/', pos), descriptor.size());
+		if (descriptor.substr(pos, end - pos) == "..")
+			bad("'..' components are not allowed");
+		pos = end + 1;
+	}
+	std::string path = fmt::format("{}/{}", dir_, descriptor);
+	char real[PATH_MAX];
+	if (!realpath(path.c_str(), real)) {
+		if (errno == ELOOP)
+			bad("too many symbolic links");
+		fail_errno(errno,
+		           fmt::format("pool set file {} (descriptor '{}')", path, descriptor));
+	}
+	std::string_view r(real);
+	if (!r.starts_with(real_dir_) || r.size() <= real_dir_.size() ||
+	    (real_dir_ != "/" && r[real_dir_.size()] != '/'))
+		bad(fmt::format("it leads outside the poolset directory {} (to {})", dir_, r));
+	struct stat st = {};
+	if (stat(real, &st) != 0)
+		fail_errno(errno, fmt::format("pool set file {}", real));
+	if (!S_ISREG(st.st_mode))
+		bad(fmt::format("{} is not a regular file", real));
+	return std::string(r);
+}
+
+std::unique_ptr<pool> pool_store::create(std::string_view descriptor,
+                                         const std::optional<pool_attr> &attr,
+                                         std::uint64_t min_size)
+{
+	layout l = load_layout(resolve(descriptor));
+	check_layout(l, min_size);
+	check_create_attr(l, attr);
+	std::unique_ptr<pool> p(new pool(std::string(descriptor),
+	                                 acquire_parts(l, descriptor, true), l.nhdrs(),
+	                                 l.single_header));
+	try {
+		p->map_parts();
+		if (l.nhdrs() > 0)
+			p->write_headers(*attr);
+	} catch (...) {
+		p->discard();
+		throw;
+	}
+	return p;
+}
+
+std::unique_ptr<pool> pool_store::open(std::string_view descriptor, std::uint64_t min_size)
+{
+	layout l = load_layout(resolve(descriptor));
+	check_layout(l, min_size);
+	std::unique_ptr<pool> p(new pool(std::string(descriptor),
+	                                 acquire_parts(l, descriptor, false), l.nhdrs(),
+	                                 l.single_header));
+	p->map_parts();
+	p->load_headers();
+	return p;
+}
+
+void pool_store::remove(std::string_view descriptor, bool force, bool remove_poolset_file)
+{
+	std::optional<layout> l;
+	try {
+		l = load_layout(resolve(descriptor));
+		if (l->replicas != 1)
+			fail(status::pool_cfg, EINVAL,
+			     fmt::format("{}: cannot remove a pool set with REPLICA lines",
+			                 l->file));
+	} catch (const store_error &e) {
+		if (!force || e.status() == status::badname)
+			throw;
+		l.reset();
+	}
+	const std::vector<rpmem::poolset::part> none;
+	std::vector<part_file> locked;
+	for (const auto &p : l ? l->parts : none) {
+		unique_fd fd(::open(p.path.c_str(), O_RDONLY | O_CLOEXEC));
+		if (fd.get() < 0 && force)
+			continue;
+		if (fd.get() < 0)
+			fail_errno(errno, fmt::format("cannot remove part {} of pool {}", p.path,
+			                              descriptor));
+		// Busy is reported even with force: a pool in use is never pulled from under
+		// its rpmemd (PMDK's --force silently skipped such parts).
+		lock_part(fd.get(), p.path, descriptor);
+		locked.push_back({.fd = std::move(fd), .path = p.path, .size = p.size});
+	}
+	for (const auto &f : locked)
+		if (::unlink(f.path.c_str()) != 0 && !force)
+			fail_errno(errno, fmt::format("cannot remove part {} of pool {}", f.path,
+			                              descriptor));
+	if (remove_poolset_file && (!l || l->is_poolset)) {
+		std::string path = fmt::format("{}/{}", dir_, descriptor);
+		if (::unlink(path.c_str()) != 0 && !force)
+			fail_errno(errno, fmt::format("cannot remove pool set file {}", path));
+	}
+}
+
+} // namespace rpmemd

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// One rpmemd session: the control loop on the SSH channel (stdin/stdout), at most one pool.
+#pragma once
+
+#include "config.hpp"
+#include "pool_store.hpp"
+
+#include "common/stream.hpp"
+
+namespace rpmemd
+{
+
+/** Exit statuses (reference §6.8). */
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_peer_gone = 1;
+inline constexpr int exit_protocol = 255;
+
+/**
+ * Runs a session on `io` after the hello was sent: serves create/open, set_attr, ping and close
+ * until the client closes (exit_ok), a create/open fails (exit_ok, after the error reply), the
+ * client disappears (exit_peer_gone) or breaks the protocol (exit_protocol). Never throws.
+ * `peer` names the client in logs; `listen_address` is where the fabric target listens.
+ */
+int run_session(const config &cfg, pool_store &store, rpmem::byte_stream &io,
+                const std::string &peer, const std::string &listen_address);
+
+} // namespace rpmemd

@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The fabric target: one passive endpoint on the address SSH arrived on, a handful of
+// connections (each presenting the session's secret), and worker threads that block on their
+// completion queue, execute lane requests and answer with an injected 16-byte response.
+#include "target.hpp"
+
+#include "log.hpp"
+
+#include "common/lane_msg.hpp"
+#include "fabric/cq.hpp"
+#include "fabric/endpoint.hpp"
+#include "fabric/eq.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/info.hpp"
+#include "fabric/mr.hpp"
+#include "fabric/passive_endpoint.hpp"
+#include "rpmem/error.hpp"
+
+#include <rdma/fi_endpoint.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <sys/random.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace rpmemd {
+
+namespace ctl = rpmem::control;
+namespace fab = rpmem::fabric;
+using namespace std::chrono_literals;
+
+namespace {
+
+inline constexpr std::uint32_t max_lanes = 65536;
+inline constexpr std::uint32_t max_endpoints = 16;
+inline constexpr std::uint32_t default_inline_max = 4096;
+inline constexpr std::uint32_t max_queue_depth = 256;
+inline constexpr auto accept_timeout = 30s;
+
+std::int64_t now_ns()
+{
+	return std::chrono::duration_cast<std::chrono::nanoseconds>(
+		       std::chrono::steady_clock::now().time_since_epoch())
+		.count();
+}
+
+/** Context of one posted receive: which connection and which buffer slot. */
+struct recv_slot {
+	fi_context fctx; // first: libfabric's FI_CONTEXT mode writes here
+	struct connection *conn;
+	std::uint32_t index;
+};
+
+struct connection {
+	std::uint32_t index = 0;
+	std::unique_ptr<fab::endpoint> ep;   // owned by the accept thread
+	std::atomic<fab::endpoint *> live{}; // what workers use: published before any receive
+	std::vector<recv_slot> slots;
+	std::atomic<bool> connected{false};
+	std::atomic<bool> closed{false};
+	unsigned worker = 0;
+};
+
+std::vector<std::string> split_list(const std::string &s)
+{
+	std::vector<std::string> out;
+	std::stringstream in(s);
+	std::string item;
+	while (std::getline(in, item, ','))
+		if (!item.empty())
+			out.push_back(item);
+	return out;
+}
+
+/** The first provider of the client's list that can listen on `address`. */
+fab::info listen_info(const std::string &address, const std::string &providers)
+{
+	std::string tried;
+	for (const auto &p : split_list(providers)) {
+		try {
+			fab::request req;
+			req.provider = p;
+			return fab::info::for_listen(address, req);
+		} catch (const rpmem::error &e) {
+			tried += fmt::format("{}{}: {}", tried.empty() ? "" : "; ", p, e.message());
+		}
+	}
+	throw rpmem::error(ENOMEDIUM, fmt::format("no libfabric provider of the client's list "
+						  "({}) can listen on {}: {}",
+						  providers, address, tried));
+}
+
+unsigned cpu_count()
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? static_cast<unsigned>(n) : 1;
+}
+
+class fabric_target final : public target {
+public:
+	explicit fabric_target(const target_params &p) : region_(*p.region)
+	{
+		nlanes_ = std::clamp<std::uint32_t>(p.nlanes, 1, max_lanes);
+		std::uint32_t cores = cpu_count();
+		nendpoints_ = std::min({nlanes_, max_endpoints, std::max<std::uint32_t>(cores, 2)});
+		nworkers_ = p.nthreads ? std::min<unsigned>(p.nthreads, nendpoints_)
+				       : std::min<unsigned>(nendpoints_, cores);
+		std::uint32_t lanes_per_ep = (nlanes_ + nendpoints_ - 1) / nendpoints_;
+		queue_depth_ = std::min(lanes_per_ep, max_queue_depth);
+
+		// Kept for the target's lifetime: the sockets provider's listener refers to it.
+		listen_info_ = listen_info(p.address, p.providers);
+		const auto &fi = listen_info_;
+		domain_ = std::make_unique<fab::fabric_domain>(fi);
+		const auto &g = domain_->granted();
+		if (g.rx_size)
+			queue_depth_ = std::min<std::uint32_t>(queue_depth_,
+							       static_cast<std::uint32_t>(g.rx_size));
+		if (g.inject_size < rpmem::lane::response_size)
+			throw rpmem::error(ENOTSUP, fmt::format("provider {} cannot inject a {}-byte "
+								"response (inject_size {})",
+								g.provider, rpmem::lane::response_size,
+								g.inject_size));
+		inline_max_ = std::min<std::uint32_t>(
+			default_inline_max,
+			static_cast<std::uint32_t>(std::min<std::size_t>(
+				g.max_msg_size - rpmem::lane::request_header_size, UINT32_MAX)));
+		slot_size_ = rpmem::lane::request_header_size + inline_max_;
+		limits_ = {nlanes_, inline_max_,
+			   static_cast<std::uint32_t>(inline_max_ / rpmem::lane::range_size)};
+
+		eq_ = std::make_unique<fab::eq>(*domain_);
+		pep_ = std::make_unique<fab::passive_endpoint>(*domain_, fi);
+		pep_->bind(*eq_);
+		pool_mr_ = std::make_unique<fab::memory_region>(*domain_, region_.base(),
+								region_.size(),
+								FI_REMOTE_READ | FI_REMOTE_WRITE);
+		for (unsigned w = 0; w < nworkers_; ++w)
+			cqs_.push_back(std::make_unique<fab::cq>(
+				*domain_, fab::cq_options{queue_depth_ * nendpoints_ * 2,
+							  fab::wait_object::unspec}));
+		buffers_.resize(std::size_t(nendpoints_) * queue_depth_ * slot_size_);
+		recv_mr_ = std::make_unique<fab::memory_region>(*domain_, buffers_.data(),
+								buffers_.size(), FI_RECV);
+		for (std::uint32_t i = 0; i < nendpoints_; ++i) {
+			conns_.push_back(std::make_unique<connection>());
+			conns_.back()->index = i;
+			conns_.back()->worker = i % nworkers_;
+		}
+		if (getrandom(params_.secret.data(), params_.secret.size(), 0) !=
+		    static_cast<ssize_t>(params_.secret.size()))
+			throw rpmem::error(errno, "getrandom failed: cannot make the session secret");
+		pep_->listen();
+
+		auto name = pep_->name();
+		params_.provider = g.provider;
+		params_.address = p.address;
+		params_.port = name.port;
+		params_.rkey = pool_mr_->key();
+		params_.raddr = pool_mr_->remote_base();
+		params_.mr_mode = static_cast<std::uint64_t>(g.mr_mode);
+		params_.nlanes = nlanes_;
+		params_.nendpoints = nendpoints_;
+		params_.inline_max = inline_max_;
+		params_.queue_depth = queue_depth_;
+		params_.method = p.method;
+		log_info("fabric target on {}:{}: {}; {} lanes, {} connections, queue depth {}, "
+			 "{} workers",
+			 p.address, name.port, g.describe(), nlanes_, nendpoints_, queue_depth_,
+			 nworkers_);
+
+		accept_thread_ = std::thread([this] { accept_loop(); });
+		for (unsigned w = 0; w < nworkers_; ++w)
+			workers_.emplace_back([this, w] { worker_loop(w); });
+	}
+
+	~fabric_target() override { stop(); }
+
+	const ctl::fabric_params &params() const override { return params_; }
+	bool connected() const override { return all_connected_.load(); }
+	bool failed() const override { return failed_.load(); }
+	std::int64_t last_activity() const override { return last_activity_.load(); }
+	std::uint64_t bytes() const override { return bytes_.load(); }
+	std::uint64_t requests() const override { return requests_.load(); }
+
+	void stop() override
+	{
+		std::lock_guard lock(stop_mutex_);
+		if (stopped_)
+			return;
+		stopped_ = true;
+		stop_.store(true);
+		for (auto &cq : cqs_)
+			cq->signal();
+		for (auto &t : workers_)
+			t.join();
+		if (accept_thread_.joinable())
+			accept_thread_.join();
+		for (auto &c : conns_) {
+			if (c->ep && c->connected.load()) {
+				try {
+					c->ep->shutdown();
+				} catch (const rpmem::error &) {
+					// The peer is gone already; nothing to tell it.
+				}
+			}
+			c->ep.reset();
+		}
+	}
+
+private:
+	void accept_loop()
+	{
+		auto deadline = std::chrono::steady_clock::now() + accept_timeout;
+		while (!stop_.load()) {
+			std::optional<fab::eq_event> ev;
+			try {
+				ev = eq_->read(200ms);
+			} catch (const rpmem::error &e) {
+				log_err("fabric event queue failed: {}", e.message());
+				failed_ = true;
+				return;
+			}
+			if (!ev) {
+				if (!all_connected_ && std::chrono::steady_clock::now() > deadline) {
+					log_err("the client did not connect all {} fabric connections "
+						"within {} s",
+						nendpoints_, accept_timeout.count());
+					failed_ = true;
+					return;
+				}
+				continue;
+			}
+			handle_event(*ev);
+		}
+	}
+
+	connection *find(fid_t fid)
+	{
+		for (auto &c : conns_)
+			if (c->ep && c->ep->fid() == fid)
+				return c.get();
+		return nullptr;
+	}
+
+	void handle_event(fab::eq_event &ev)
+	{
+		if (ev.is_error()) {
+			log_warn("fabric connection event error: {}", ev.err_text);
+			if (auto *c = find(ev.fid); c && c->connected)
+				failed_ = true;
+			return;
+		}
+		switch (ev.type) {
+		case FI_CONNREQ:
+			on_connreq(ev);
+			break;
+		case FI_CONNECTED:
+			if (auto *c = find(ev.fid)) {
+				c->connected = true;
+				if (++nconnected_ == nendpoints_) {
+					all_connected_ = true;
+					last_activity_ = now_ns();
+					log_info("all {} fabric connections established",
+						 nendpoints_);
+				}
+			}
+			break;
+		case FI_SHUTDOWN:
+			if (auto *c = find(ev.fid)) {
+				c->closed = true;
+				if (!stop_)
+					log_warn("fabric connection {} closed by the client",
+						 c->index);
+				failed_ = true;
+			}
+			break;
+		default:
+			break;
+		}
+	}
+
+	/** Accepts a connection only with the session's secret and an unused endpoint index. */
+	void on_connreq(fab::eq_event &ev)
+	{
+		std::string why;
+		rpmem::lane::conn_data cd{};
+		if (ev.data.size() < rpmem::lane::conn_data_size) {
+			why = fmt::format("{} bytes of connection data instead of {}", ev.data.size(),
+					  rpmem::lane::conn_data_size);
+		} else {
+			std::memcpy(cd.secret, ev.data.data(), sizeof(cd.secret));
+			rpmem::wire::reader rd(
+				std::span<const std::uint8_t>(ev.data.data() + 32, 4));
+			cd.endpoint = rd.u32();
+			unsigned char diff = 0; // constant time: no timing oracle on the secret
+			for (std::size_t i = 0; i < sizeof(cd.secret); ++i)
+				diff |= static_cast<unsigned char>(cd.secret[i] ^ params_.secret[i]);
+			if (diff)
+				why = "wrong session secret";
+			else if (cd.endpoint >= nendpoints_)
+				why = fmt::format("endpoint index {} out of range", cd.endpoint);
+			else if (conns_[cd.endpoint]->ep)
+				why = fmt::format("endpoint {} is already connected", cd.endpoint);
+		}
+		if (!why.empty()) {
+			log_warn("refused a fabric connection request: {}", why);
+			try {
+				pep_->reject(ev.conn_info, {});
+			} catch (const rpmem::error &e) {
+				log_warn("rejecting it failed: {}", e.message());
+			}
+			return;
+		}
+		auto &c = *conns_[cd.endpoint];
+		try {
+			c.ep = std::make_unique<fab::endpoint>(*domain_, ev.conn_info);
+			c.ep->bind(*eq_);
+			// Responses are injected (no completion); receives complete as usual.
+			c.ep->bind(*cqs_[c.worker], FI_TRANSMIT | FI_SELECTIVE_COMPLETION);
+			c.ep->bind(*cqs_[c.worker], FI_RECV);
+			c.ep->enable();
+			c.slots.resize(queue_depth_);
+			c.live.store(c.ep.get(), std::memory_order_release);
+			for (std::uint32_t i = 0; i < queue_depth_; ++i) {
+				c.slots[i].conn = &c;
+				c.slots[i].index = i;
+				post_recv(*c.ep, c, i);
+			}
+			c.ep->accept({});
+		} catch (const rpmem::error &e) {
+			log_err("accepting fabric connection {} failed: {}", cd.endpoint,
+				e.message());
+			failed_ = true;
+		}
+		// A refused connection must not leave a half-made endpoint behind.
+		if (failed_ && !c.connected)
+			c.live.store(nullptr);
+	}
+
+	std::uint8_t *slot_buffer(const connection &c, std::uint32_t slot)
+	{
+		return buffers_.data() +
+		       (std::size_t(c.index) * queue_depth_ + slot) * slot_size_;
+	}
+
+	void post_recv(fab::endpoint &ep, connection &c, std::uint32_t slot)
+	{
+		while (ep.recv(slot_buffer(c, slot), slot_size_, recv_mr_->desc(),
+			       &c.slots[slot]) == fab::post_status::again)
+			std::this_thread::yield();
+	}
+
+	void worker_loop(unsigned w)
+	{
+		auto &cq = *cqs_[w];
+		std::array<fab::cq_entry, 16> entries{};
+		while (!stop_.load(std::memory_order_relaxed)) {
+			fab::cq_result res;
+			try {
+				res = cq.sread(entries, 500ms);
+			} catch (const rpmem::error &e) {
+				log_err("worker {}: completion queue failed: {}", w, e.message());
+				failed_ = true;
+				return;
+			}
+			if (res.error) {
+				on_cq_error(*res.error);
+				continue;
+			}
+			for (std::size_t i = 0; i < res.count; ++i)
+				serve(entries[i]);
+		}
+	}
+
+	void on_cq_error(const fab::cq_error &e)
+	{
+		if (stop_)
+			return;
+		auto *slot = static_cast<recv_slot *>(e.op_context);
+		if (slot && slot->conn->closed)
+			return;
+		log_warn("fabric completion error: {}", e.text);
+		failed_ = true;
+	}
+
+	void serve(const fab::cq_entry &entry)
+	{
+		if (!(entry.flags & FI_RECV))
+			return;
+		auto *slot = static_cast<recv_slot *>(entry.op_context);
+		auto &c = *slot->conn;
+		auto *ep = c.live.load(std::memory_order_acquire);
+		auto *buf = slot_buffer(c, slot->index);
+		std::span<const std::uint8_t> msg(buf, std::min<std::size_t>(entry.len, slot_size_));
+		rpmem::lane::request req;
+		int err = execute(msg, limits_, region_, &req);
+		requests_.fetch_add(1, std::memory_order_relaxed);
+		last_activity_.store(now_ns(), std::memory_order_relaxed);
+		if (err == 0 && req.kind != rpmem::lane::op::drain)
+			bytes_.fetch_add(req.length, std::memory_order_relaxed);
+		if (err == EPROTO) {
+			// Not a lane request at all: this peer cannot be trusted any more.
+			log_err("connection {}: a {}-byte message that is not a lane request: "
+				"closing the connection",
+				c.index, entry.len);
+			c.closed = true;
+			failed_ = true;
+			try {
+				ep->shutdown();
+			} catch (const rpmem::error &) {
+			}
+			return;
+		}
+		if (err)
+			log_warn("connection {}: lane {} request refused: {} (offset {}, length {})",
+				 c.index, req.lane, std::strerror(err), req.offset, req.length);
+		// Re-post before answering: the client may send again as soon as it sees the reply.
+		post_recv(*ep, c, slot->index);
+		std::uint8_t resp[rpmem::lane::response_size];
+		rpmem::lane::encode(rpmem::lane::response{req.lane, static_cast<std::uint32_t>(err),
+							  req.cookie},
+				    resp);
+		for (;;) {
+			ssize_t ret = fi_inject(ep->get(), resp, sizeof(resp), 0);
+			if (ret == 0)
+				break;
+			if (ret != -FI_EAGAIN) {
+				log_err("connection {}: sending a response failed: {}", c.index,
+					fi_strerror(static_cast<int>(-ret)));
+				failed_ = true;
+				return;
+			}
+			std::this_thread::yield();
+		}
+	}
+
+	persist_region &region_;
+	std::uint32_t nlanes_ = 0;
+	std::uint32_t nendpoints_ = 0;
+	unsigned nworkers_ = 0;
+	std::uint32_t queue_depth_ = 0;
+	std::uint32_t inline_max_ = 0;
+	std::size_t slot_size_ = 0;
+	lane_limits limits_;
+	ctl::fabric_params params_;
+
+	fab::info listen_info_;
+	std::unique_ptr<fab::fabric_domain> domain_;
+	std::unique_ptr<fab::eq> eq_;
+	std::unique_ptr<fab::passive_endpoint> pep_;
+	std::unique_ptr<fab::memory_region> pool_mr_;
+	std::vector<std::unique_ptr<fab::cq>> cqs_;
+	std::vector<std::uint8_t> buffers_;
+	std::unique_ptr<fab::memory_region> recv_mr_;
+	std::vector<std::unique_ptr<connection>> conns_;
+
+	std::thread accept_thread_;
+	std::vector<std::thread> workers_;
+	std::mutex stop_mutex_;
+	bool stopped_ = false;
+	std::atomic<bool> stop_{false};
+	std::atomic<bool> all_connected_{false};
+	std::atomic<bool> failed_{false};
+	std::atomic<std::uint32_t> nconnected_{0};
+	std::atomic<std::int64_t> last_activity_{0};
+	std::atomic<std::uint64_t> bytes_{0};
+	std::atomic<std::uint64_t> requests_{0};
+};
+
+} // namespace
+
+std::unique_ptr<target> start_target(const target_params &params)
+{
+	return std::make_unique<fabric_target>(params);
+}
+
+} // namespace rpmemd

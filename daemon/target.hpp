@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The fabric target of one session: listens where SSH arrived, accepts only connections that
+// present the session's secret, and serves lane requests on a few worker threads.
+#pragma once
+
+#include "control/messages.hpp"
+#include "lane_exec.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace rpmemd
+{
+
+struct target_params {
+	std::string address;   // numeric address to listen on (SSH_CONNECTION's server address)
+	std::string providers; // client's preference: "tcp" or "verbs,tcp,sockets"
+	persist_region *region = nullptr;
+	std::uint32_t nlanes = 0; // requested by the client
+	rpmem::control::persist_method method = rpmem::control::persist_method::gpspm;
+	unsigned nthreads = 0; // 0: about the number of cores
+};
+
+class target
+{
+public:
+	virtual ~target() = default;
+	/** What the client needs to connect (the create/open response's fabric part). */
+	virtual const rpmem::control::fabric_params &params() const = 0;
+	/** True once every endpoint the client announced has connected. */
+	virtual bool connected() const = 0;
+	/** True when a connection failed or was lost after connecting (the session is broken). */
+	virtual bool failed() const = 0;
+	/** Nanoseconds of the last lane request served (steady clock), 0 if none yet. */
+	virtual std::int64_t last_activity() const = 0;
+	/** Bytes persisted and requests served so far (for the session log line). */
+	virtual std::uint64_t bytes() const = 0;
+	virtual std::uint64_t requests() const = 0;
+	/** Stops the workers and closes every connection; idempotent. */
+	virtual void stop() = 0;
+};
+
+/** Starts listening; throws rpmem::error (ENOMEDIUM: no provider; others: fabric setup). */
+std::unique_ptr<target> start_target(const target_params &params);
+
+} // namespace rpmemd

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "client/control_session.hpp"
+
+#include "client/env.hpp"
+#include "control/codec.hpp"
+#include "rpmem/error.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+
+namespace rpmem::client {
+
+namespace ctl = rpmem::control;
+
+namespace {
+
+/** The remote's stderr, trimmed to its last meaningful line(s). */
+std::string remote_said(ssh::session &s)
+{
+	std::string text = s.stderr_text();
+	while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
+		text.pop_back();
+	if (text.size() > 512)
+		text = "..." + text.substr(text.size() - 512);
+	return text;
+}
+
+/** Quotes a word for the remote shell (rpmemd runs through the user's login shell). */
+std::string shell_quote(const std::string &word)
+{
+	std::string out = "'";
+	for (char c : word) {
+		if (c == '\'')
+			out += "'\\''";
+		else
+			out += c;
+	}
+	return out + "'";
+}
+
+} // namespace
+
+control_session::control_session(const std::string &target, const std::string &command,
+				 const ssh::options &ssh_opts, std::chrono::milliseconds timeout)
+    : target_(target), command_(command), timeout_(timeout)
+{
+	auto t = ssh::parse_target(target);
+	host_ = t.host;
+	ssh_ = ssh::session::start(t, command, ssh_opts);
+	ctl::hello h;
+	try {
+		h = ctl::expect<ctl::hello>(*ssh_, ctl::msg_type::hello, timeout_);
+	} catch (const ctl::protocol_error &e) {
+		throw rpmem::error(EPROTO,
+				   fmt::format("{}: '{}' did not answer like rpmemd ({}): check "
+					       "RPMEM_CMD points to rpmemd",
+					       host_, command_, e.message()));
+	} catch (const rpmem::error &e) {
+		std::string said = remote_said(*ssh_);
+		int status = ssh_->wait_exit(std::chrono::milliseconds(500));
+		if (status == 127 || said.find("not found") != std::string::npos ||
+		    said.find("No such file") != std::string::npos)
+			throw rpmem::error(ENOENT,
+					   fmt::format("{}: cannot start rpmemd: '{}' was not found "
+						       "({}): install rpmemd on {} or set RPMEM_CMD "
+						       "to its path",
+						       host_, command_, said, host_));
+		if (e.errnum() == ETIMEDOUT)
+			throw rpmem::error(ETIMEDOUT,
+					   fmt::format("{}: rpmemd ('{}') did not answer within "
+						       "{} ms{}{}",
+						       host_, command_, timeout_.count(),
+						       said.empty() ? "" : ": ", said));
+		throw rpmem::error(ECONNRESET,
+				   fmt::format("{}: rpmemd ('{}') exited before it answered "
+					       "(exit status {}){}{}",
+					       host_, command_, status, said.empty() ? "" : ": ",
+					       said));
+	}
+	if (h.st != ctl::status::success) {
+		int err = h.err ? static_cast<int>(h.err) : ctl::status_errno(h.st);
+		throw rpmem::error(err, fmt::format("{}: rpmemd failed to start: {}", host_,
+						    h.message.empty() ? ctl::status_text(h.st)
+								      : h.message));
+	}
+}
+
+control_session::~control_session() = default;
+
+void control_session::fail_transport(const rpmem::error &e, const char *what)
+{
+	std::string said = ssh_ ? remote_said(*ssh_) : std::string();
+	int err = e.errnum() == ETIMEDOUT ? ETIMEDOUT : e.errnum() == EPROTO ? EPROTO : ECONNRESET;
+	throw rpmem::error(err, fmt::format("{}: {} failed: {}{}{}", host_, what, e.message(),
+					    said.empty() ? "" : "; rpmemd said: ", said));
+}
+
+ctl::message control_session::exchange(const std::vector<std::uint8_t> &frame,
+				       ctl::msg_type expect)
+{
+	std::lock_guard lock(mutex_);
+	try {
+		ctl::send(*ssh_, frame);
+		auto m = ctl::receive(*ssh_, timeout_);
+		ctl::check_type(expect, m.type);
+		return m;
+	} catch (const rpmem::error &e) {
+		fail_transport(e, ctl::msg_type_name(expect));
+	}
+}
+
+ctl::pool_response control_session::request_pool(const ctl::pool_request &req, bool create)
+{
+	auto type = create ? ctl::msg_type::create : ctl::msg_type::open;
+	auto resp_type = create ? ctl::msg_type::create_resp : ctl::msg_type::open_resp;
+	auto m = exchange(ctl::encode(req, type), resp_type);
+	ctl::pool_response resp;
+	try {
+		resp = ctl::decode<ctl::pool_response>(m);
+	} catch (const rpmem::error &e) {
+		fail_transport(e, ctl::msg_type_name(resp_type));
+	}
+	if (resp.st != ctl::status::success)
+		throw rpmem::error(ctl::status_errno(resp.st),
+				   fmt::format("{}: {} of pool set '{}' failed: {}{}{}", host_,
+					       create ? "create" : "open", req.descriptor,
+					       ctl::status_text(resp.st),
+					       resp.message.empty() ? "" : ": ", resp.message));
+	return resp;
+}
+
+void control_session::set_attr(const std::optional<ctl::pool_attr> &attr)
+{
+	auto m = exchange(ctl::encode(ctl::set_attr_request{attr}), ctl::msg_type::set_attr_resp);
+	auto resp = ctl::decode<ctl::status_response>(m);
+	if (resp.st != ctl::status::success)
+		throw rpmem::error(ctl::status_errno(resp.st),
+				   fmt::format("{}: set_attr failed: {}{}{}", host_,
+					       ctl::status_text(resp.st),
+					       resp.message.empty() ? "" : ": ", resp.message));
+}
+
+void control_session::close(std::uint32_t flags)
+{
+	auto m = exchange(ctl::encode(ctl::close_request{flags}), ctl::msg_type::close_resp);
+	auto resp = ctl::decode<ctl::status_response>(m);
+	ssh_->close_stdin();
+	ssh_->wait_exit(std::chrono::milliseconds(2000));
+	if (resp.st != ctl::status::success)
+		throw rpmem::error(ctl::status_errno(resp.st),
+				   fmt::format("{}: close failed: {}{}{}", host_,
+					       ctl::status_text(resp.st),
+					       resp.message.empty() ? "" : ": ", resp.message));
+}
+
+void control_session::ping()
+{
+	auto cookie = ++ping_cookie_;
+	auto m = exchange(ctl::encode(ctl::ping{cookie}), ctl::msg_type::pong);
+	if (ctl::decode<ctl::pong>(m).cookie != cookie)
+		throw rpmem::error(EPROTO, fmt::format("{}: rpmemd answered a ping with a wrong "
+						       "cookie",
+						       host_));
+}
+
+void remove_remote(const std::string &target, const std::string &descriptor, int flags,
+		   const std::string &command, const ssh::options &ssh_opts,
+		   std::chrono::milliseconds timeout)
+{
+	auto t = ssh::parse_target(target);
+	std::string cmd = command + " --remove " + shell_quote(descriptor);
+	if (flags & 1)
+		cmd += " --force";
+	if (flags & 2)
+		cmd += " --pool-set";
+	auto s = ssh::session::start(t, cmd, ssh_opts);
+	s->close_stdin();
+	int status = s->wait_exit(timeout);
+	if (status != 0) {
+		std::string said = remote_said(*s);
+		throw rpmem::error(status > 0 ? status : ECONNRESET,
+				   fmt::format("{}: removing pool set '{}' failed (rpmemd exit "
+					       "status {}){}{}",
+					       t.host, descriptor, status, said.empty() ? "" : ": ",
+					       said));
+	}
+}
+
+} // namespace rpmem::client

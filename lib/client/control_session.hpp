@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The client end of a control session: rpmemd started over SSH, its hello checked, then
+// request/response exchanges. Every failure is an rpmem::error naming the host.
+#pragma once
+
+#include "control/codec.hpp"
+#include "control/messages.hpp"
+#include "rpmem/error.hpp"
+#include "ssh/session.hpp"
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace rpmem::client {
+
+class control_session {
+public:
+	/** Starts `command` on `target` ([user@]host[:port]) and reads rpmemd's hello. */
+	control_session(const std::string &target, const std::string &command,
+			const ssh::options &ssh_opts, std::chrono::milliseconds timeout);
+	~control_session();
+
+	control_session(const control_session &) = delete;
+	control_session &operator=(const control_session &) = delete;
+
+	/** create or open; a failure status becomes an rpmem::error with PMDK's errno. */
+	control::pool_response request_pool(const control::pool_request &req, bool create);
+	void set_attr(const std::optional<control::pool_attr> &attr);
+	/** Sends close and waits for the reply; flags: control::close_flag_remove. */
+	void close(std::uint32_t flags);
+	/** A ping round trip: proves the daemon is alive. */
+	void ping();
+
+	const std::string &host() const { return host_; }
+	const std::string &command() const { return command_; }
+
+private:
+	[[noreturn]] void fail_transport(const rpmem::error &e, const char *what);
+	control::message exchange(const std::vector<std::uint8_t> &frame, control::msg_type expect);
+
+	std::string target_;
+	std::string host_;
+	std::string command_;
+	std::chrono::milliseconds timeout_;
+	std::unique_ptr<ssh::session> ssh_;
+	std::mutex mutex_; // one exchange at a time (the keep-alive runs beside the data path)
+	std::uint64_t ping_cookie_ = 0;
+};
+
+/** Runs `rpmemd --remove` on the target (PMDK's rpmem_remove). */
+void remove_remote(const std::string &target, const std::string &descriptor, int flags,
+		   const std::string &command, const ssh::options &ssh_opts,
+		   std::chrono::milliseconds timeout);
+
+} // namespace rpmem::client

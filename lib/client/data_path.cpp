@@ -1,0 +1,632 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "client/data_path.hpp"
+
+#include "client/env.hpp"
+#include "common/lane_msg.hpp"
+#include "fabric/cq.hpp"
+#include "fabric/endpoint.hpp"
+#include "fabric/eq.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/info.hpp"
+#include "fabric/mr.hpp"
+#include "rpmem/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace rpmem::client {
+
+namespace fab = rpmem::fabric;
+namespace ln = rpmem::lane;
+using namespace std::chrono_literals;
+
+namespace {
+
+enum class ctx_kind : std::uint8_t { lane_op, recv };
+
+/** Every posted operation's context: libfabric's FI_CONTEXT scratch space comes first. */
+struct op_context {
+	fi_context fctx;
+	ctx_kind kind;
+	std::uint32_t index; // lane number, or receive slot
+};
+
+inline constexpr std::uint32_t max_pending_ranges = 64;
+
+} // namespace
+
+/** One lane: an ordering domain with one request slot. Used by one thread at a time. */
+struct alignas(64) lane_state {
+	std::atomic<std::uint32_t> outstanding{0}; // completions still expected
+	std::atomic<std::uint32_t> err{0};
+	std::uint64_t cookie = 0;
+	std::uint8_t *msg = nullptr; // request slot (registered for FI_SEND)
+	std::uint64_t *raw = nullptr; // target of APM reads (registered for FI_READ)
+	op_context ctx{};
+	struct connection *conn = nullptr;
+	std::vector<ln::range> pending; // relaxed flushes not yet drained
+};
+
+/** One fabric connection shared by the lanes l with l % E == index. */
+struct connection {
+	std::uint32_t index = 0;
+	std::unique_ptr<fab::cq> cq;
+	std::unique_ptr<fab::endpoint> ep;
+	std::vector<op_context> recv_ctx;
+	std::mutex cq_mutex;			// held by the thread reaping completions (leader)
+	std::atomic<std::uint32_t> events{0}; // bumped to wake followers
+	std::atomic<std::int32_t> credits{0}; // requests the daemon can still take
+	bool need_credits = false;
+	std::atomic<bool> broken{false};
+	std::atomic<int> broken_err{0};
+};
+
+struct data_path::impl {
+	impl(const control::fabric_params &f, const std::string &h, void *addr, std::size_t size,
+	     std::uint32_t nlanes, const settings &s);
+	~impl() { shutdown(); }
+
+	void connect_all();
+	void wait(lane_state &l);
+	void progress(connection &c, bool block, lane_state *mine);
+	void dispatch(connection &c, const fab::cq_entry &e);
+	void fail_all(int err, const std::string &why);
+	void check_broken(connection &c) const;
+	template <class Post> void post(connection &c, Post &&op);
+	void take_credit(connection &c);
+	void send_request(lane_state &l, const ln::request &r, std::size_t payload);
+	void write(lane_state &l, std::uint64_t off, std::uint64_t len, bool signal);
+	void read_back(lane_state &l, void *buf, std::uint64_t off, std::uint64_t len, void *desc);
+	void check_eq();
+	void shutdown();
+	[[noreturn]] void throw_lane_error(const lane_state &l, const char *what) const;
+
+	control::fabric_params fabric;
+	std::string host;
+	std::uint8_t *pool;
+	std::size_t pool_size;
+	std::uint32_t nlanes;
+	settings cfg;
+	std::uint32_t inline_max = 0;
+	std::size_t slot_size = 0;
+	std::size_t max_msg = 0;
+	bool saw = true;
+	bool local_mr = false;
+
+	fab::info source;
+	std::unique_ptr<fab::fabric_domain> domain;
+	std::unique_ptr<fab::eq> eq;
+	std::mutex eq_mutex;
+	std::vector<std::unique_ptr<connection>> conns;
+	std::vector<lane_state> lanes;
+	std::vector<std::uint8_t> msg_buf;
+	std::vector<std::uint64_t> raw_buf;
+	std::vector<std::uint8_t> resp_buf;
+	std::unique_ptr<fab::memory_region> pool_mr, msg_mr, raw_mr, resp_mr;
+	std::atomic<bool> down{false};
+};
+
+data_path::impl::impl(const control::fabric_params &f, const std::string &h, void *addr,
+		      std::size_t size, std::uint32_t n, const settings &s)
+    : fabric(f), host(h), pool(static_cast<std::uint8_t *>(addr)), pool_size(size),
+      nlanes(n), cfg(s)
+{
+	if (fabric.nendpoints == 0 || fabric.nendpoints > 1024 || nlanes == 0 ||
+	    fabric.queue_depth == 0)
+		throw rpmem::error(EPROTO, fmt::format("{}: rpmemd announced {} connections, {} "
+						       "lanes, queue depth {}",
+						       host, fabric.nendpoints, nlanes,
+						       fabric.queue_depth));
+	fab::request req;
+	req.provider = fabric.provider;
+	auto &fi = source; // lives as long as the endpoints made from it
+	try {
+		fi = fab::info::for_connect(fabric.address, fabric.port, req);
+	} catch (const rpmem::error &e) {
+		throw rpmem::error(ENOMEDIUM, fmt::format("{}: the libfabric provider '{}' rpmemd "
+							  "chose cannot reach {}:{} from here: {}",
+							  host, fabric.provider, fabric.address,
+							  fabric.port, e.message()));
+	}
+	domain = std::make_unique<fab::fabric_domain>(fi);
+	const auto &g = domain->granted();
+	saw = g.send_after_write();
+	local_mr = g.local_mr();
+	max_msg = std::max<std::size_t>(g.max_msg_size, 4096);
+	inline_max = fabric.inline_max;
+	if (cfg.inline_max >= 0)
+		inline_max = std::min<std::uint32_t>(inline_max,
+						     static_cast<std::uint32_t>(cfg.inline_max));
+	slot_size = (ln::request_header_size + fabric.inline_max + 63) / 64 * 64;
+
+	eq = std::make_unique<fab::eq>(*domain);
+	pool_mr = std::make_unique<fab::memory_region>(*domain, pool, pool_size,
+						       FI_WRITE | FI_READ | FI_SEND);
+	msg_buf.assign(std::size_t(nlanes) * slot_size, 0);
+	msg_mr = std::make_unique<fab::memory_region>(*domain, msg_buf.data(), msg_buf.size(),
+						      FI_SEND);
+	raw_buf.assign(nlanes, 0);
+	raw_mr = std::make_unique<fab::memory_region>(*domain, raw_buf.data(),
+						      raw_buf.size() * sizeof(std::uint64_t),
+						      FI_READ);
+	resp_buf.assign(std::size_t(fabric.nendpoints) * fabric.queue_depth * ln::response_size,
+			0);
+	resp_mr = std::make_unique<fab::memory_region>(*domain, resp_buf.data(),
+						       resp_buf.size(), FI_RECV);
+
+	std::uint32_t lanes_per_conn = (nlanes + fabric.nendpoints - 1) / fabric.nendpoints;
+	for (std::uint32_t i = 0; i < fabric.nendpoints; ++i) {
+		auto c = std::make_unique<connection>();
+		c->index = i;
+		c->cq = std::make_unique<fab::cq>(
+			*domain, fab::cq_options{fabric.queue_depth * 4 + 64,
+						 cfg.spin ? fab::wait_object::none
+							  : fab::wait_object::unspec});
+		c->ep = std::make_unique<fab::endpoint>(*domain, fi);
+		c->ep->bind(*eq);
+		// Transmits complete silently unless asked (FI_COMPLETION); receives always do.
+		c->ep->bind(*c->cq, FI_TRANSMIT | FI_SELECTIVE_COMPLETION);
+		c->ep->bind(*c->cq, FI_RECV);
+		c->ep->enable();
+		c->recv_ctx.resize(fabric.queue_depth);
+		c->credits = static_cast<std::int32_t>(fabric.queue_depth);
+		c->need_credits = lanes_per_conn > fabric.queue_depth;
+		conns.push_back(std::move(c));
+	}
+	lanes = std::vector<lane_state>(nlanes);
+	for (std::uint32_t l = 0; l < nlanes; ++l) {
+		auto &ls = lanes[l];
+		ls.msg = msg_buf.data() + std::size_t(l) * slot_size;
+		ls.raw = &raw_buf[l];
+		ls.ctx.kind = ctx_kind::lane_op;
+		ls.ctx.index = l;
+		ls.conn = conns[l % fabric.nendpoints].get();
+		ls.pending.reserve(max_pending_ranges);
+	}
+	connect_all();
+}
+
+void data_path::impl::connect_all()
+{
+	for (auto &c : conns) {
+		for (std::uint32_t s = 0; s < fabric.queue_depth; ++s) {
+			c->recv_ctx[s].kind = ctx_kind::recv;
+			c->recv_ctx[s].index = s;
+		}
+		std::uint8_t pd[ln::conn_data_size];
+		std::memcpy(pd, fabric.secret.data(), 32);
+		for (int i = 0; i < 4; ++i)
+			pd[32 + i] = static_cast<std::uint8_t>(c->index >> (8 * i));
+		c->ep->connect(pd);
+	}
+	std::uint32_t connected = 0;
+	auto deadline = std::chrono::steady_clock::now() + cfg.control_timeout;
+	while (connected < conns.size()) {
+		auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+			deadline - std::chrono::steady_clock::now());
+		if (left.count() <= 0)
+			throw rpmem::error(ETIMEDOUT,
+					   fmt::format("{}: fabric connections to {}:{} ({}) not "
+						       "established within {} ms",
+						       host, fabric.address, fabric.port,
+						       fabric.provider, cfg.control_timeout.count()));
+		auto ev = eq->read(left);
+		if (!ev)
+			continue;
+		if (ev->is_error())
+			throw rpmem::error(ECONNREFUSED,
+					   fmt::format("{}: fabric connection to {}:{} ({}) "
+						       "failed: {}",
+						       host, fabric.address, fabric.port,
+						       fabric.provider, ev->err_text));
+		if (ev->type == FI_CONNECTED)
+			++connected;
+		else if (ev->type == FI_SHUTDOWN)
+			throw rpmem::error(ECONNRESET,
+					   fmt::format("{}: rpmemd closed a fabric connection while "
+						       "connecting",
+						       host));
+	}
+	for (auto &c : conns) {
+		for (std::uint32_t s = 0; s < fabric.queue_depth; ++s) {
+			auto *buf = resp_buf.data() +
+				    (std::size_t(c->index) * fabric.queue_depth + s) * ln::response_size;
+			post(*c, [&] {
+				return c->ep->recv(buf, ln::response_size, resp_mr->desc(),
+						   &c->recv_ctx[s]);
+			});
+		}
+	}
+}
+
+void data_path::impl::fail_all(int err, const std::string &why)
+{
+	for (auto &c : conns) {
+		int expected = 0;
+		c->broken_err.compare_exchange_strong(expected, err);
+		c->broken.store(true);
+		c->events.fetch_add(1);
+		c->events.notify_all();
+		c->credits.fetch_add(1 << 20);
+		c->credits.notify_all();
+	}
+	(void)why;
+}
+
+void data_path::impl::check_broken(connection &c) const
+{
+	if (c.broken.load(std::memory_order_acquire)) {
+		int err = c.broken_err.load();
+		throw rpmem::error(err ? err : ECONNRESET,
+				   fmt::format("{}: the fabric connection to rpmemd is {}", host,
+					       err == ETIMEDOUT ? "not answering (timed out)"
+								: "lost"));
+	}
+}
+
+/** Looks for FI_SHUTDOWN on the event queue (the daemon went away). */
+void data_path::impl::check_eq()
+{
+	std::unique_lock lock(eq_mutex, std::try_to_lock);
+	if (!lock)
+		return;
+	while (auto ev = eq->read(0ms)) {
+		if (ev->is_error() || ev->type == FI_SHUTDOWN)
+			fail_all(ECONNRESET, "connection shut down");
+	}
+}
+
+void data_path::impl::dispatch(connection &c, const fab::cq_entry &e)
+{
+	auto *ctx = static_cast<op_context *>(e.op_context);
+	if (ctx->kind == ctx_kind::lane_op) {
+		lanes[ctx->index].outstanding.fetch_sub(1, std::memory_order_acq_rel);
+		return;
+	}
+	// A response: find its lane, then give the receive buffer back to the provider.
+	auto *buf = resp_buf.data() +
+		    (std::size_t(c.index) * fabric.queue_depth + ctx->index) * ln::response_size;
+	auto resp = ln::decode_response({buf, std::min<std::size_t>(e.len, ln::response_size)});
+	post(c, [&] { return c.ep->recv(buf, ln::response_size, resp_mr->desc(), ctx); });
+	if (c.need_credits) {
+		c.credits.fetch_add(1, std::memory_order_release);
+		c.credits.notify_one();
+	}
+	if (!resp || resp->lane >= nlanes || lanes[resp->lane].conn != &c ||
+	    lanes[resp->lane].cookie != resp->cookie) {
+		c.broken_err = EPROTO;
+		c.broken = true;
+		return;
+	}
+	auto &l = lanes[resp->lane];
+	if (resp->err)
+		l.err.store(resp->err, std::memory_order_relaxed);
+	l.outstanding.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+/** Reaps completions once (block: wait up to a bounded time). Caller holds c.cq_mutex. */
+void data_path::impl::progress(connection &c, bool block, lane_state *mine)
+{
+	std::array<fab::cq_entry, 16> entries{};
+	fab::cq_result res;
+	if (block && !cfg.spin)
+		res = c.cq->sread(entries, 100ms);
+	else
+		res = c.cq->read(entries);
+	if (res.error) {
+		auto *ctx = static_cast<op_context *>(res.error->op_context);
+		int err = res.error->err == FI_ECANCELED || !ctx ? ECONNRESET : EIO;
+		if (ctx && ctx->kind == ctx_kind::lane_op && err == EIO) {
+			lanes[ctx->index].err = EIO;
+			lanes[ctx->index].outstanding.fetch_sub(1);
+		} else {
+			fail_all(err, res.error->text);
+		}
+	}
+	bool others = false;
+	for (std::size_t i = 0; i < res.count; ++i) {
+		dispatch(c, entries[i]);
+		auto *ctx = static_cast<op_context *>(entries[i].op_context);
+		others |= ctx->kind == ctx_kind::recv || !mine || &lanes[ctx->index] != mine;
+	}
+	if (others) {
+		c.events.fetch_add(1, std::memory_order_release);
+		c.events.notify_all();
+	}
+	if (res.count == 0 && !res.error)
+		check_eq();
+}
+
+void data_path::impl::wait(lane_state &l)
+{
+	auto &c = *l.conn;
+	auto deadline = std::chrono::steady_clock::now() + cfg.op_timeout;
+	while (l.outstanding.load(std::memory_order_acquire) != 0) {
+		check_broken(c);
+		auto seen = c.events.load(std::memory_order_acquire);
+		if (l.outstanding.load(std::memory_order_acquire) == 0)
+			break;
+		if (c.cq_mutex.try_lock()) {
+			try {
+				while (l.outstanding.load(std::memory_order_acquire) != 0 &&
+				       !c.broken.load()) {
+					progress(c, true, &l);
+					if (std::chrono::steady_clock::now() > deadline &&
+					    l.outstanding.load() != 0)
+						fail_all(ETIMEDOUT, "timeout");
+				}
+			} catch (...) {
+				c.cq_mutex.unlock();
+				c.events.fetch_add(1);
+				c.events.notify_all();
+				throw;
+			}
+			c.cq_mutex.unlock();
+			c.events.fetch_add(1, std::memory_order_release);
+			c.events.notify_all();
+		} else {
+			c.events.wait(seen, std::memory_order_acquire);
+		}
+	}
+	check_broken(c);
+	if (auto err = l.err.exchange(0))
+		throw rpmem::error(static_cast<int>(err),
+				   fmt::format("{}: rpmemd refused the request: {}", host,
+					       std::strerror(static_cast<int>(err))));
+}
+
+template <class Post> void data_path::impl::post(connection &c, Post &&op)
+{
+	for (;;) {
+		check_broken(c);
+		if (op() == fab::post_status::posted)
+			return;
+		// The queue is full: reap completions (ours or anyone's) and retry.
+		if (c.cq_mutex.try_lock()) {
+			try {
+				progress(c, false, nullptr);
+			} catch (...) {
+				c.cq_mutex.unlock();
+				throw;
+			}
+			c.cq_mutex.unlock();
+		} else {
+			std::this_thread::yield();
+		}
+	}
+}
+
+void data_path::impl::take_credit(connection &c)
+{
+	if (!c.need_credits)
+		return;
+	for (;;) {
+		check_broken(c);
+		auto v = c.credits.load(std::memory_order_acquire);
+		if (v > 0 && c.credits.compare_exchange_weak(v, v - 1))
+			return;
+		if (v <= 0) {
+			// Someone must reap completions for credits to come back.
+			if (c.cq_mutex.try_lock()) {
+				try {
+					progress(c, true, nullptr);
+				} catch (...) {
+					c.cq_mutex.unlock();
+					throw;
+				}
+				c.cq_mutex.unlock();
+				c.events.fetch_add(1);
+				c.events.notify_all();
+			} else {
+				c.credits.wait(v);
+			}
+		}
+	}
+}
+
+void data_path::impl::send_request(lane_state &l, const ln::request &r, std::size_t payload)
+{
+	auto &c = *l.conn;
+	take_credit(c);
+	ln::encode(r, l.msg);
+	l.outstanding.fetch_add(1, std::memory_order_relaxed);
+	post(c, [&] {
+		return c.ep->send(l.msg, ln::request_header_size + payload, msg_mr->desc(),
+				  &l.ctx);
+	});
+	wait(l);
+}
+
+void data_path::impl::write(lane_state &l, std::uint64_t off, std::uint64_t len, bool signal)
+{
+	auto &c = *l.conn;
+	while (len) {
+		std::uint64_t n = std::min<std::uint64_t>(len, max_msg);
+		fab::rma_target dst{fabric.raddr + off, fabric.rkey};
+		if (signal) {
+			l.outstanding.fetch_add(1, std::memory_order_relaxed);
+			post(c, [&] {
+				return c.ep->writemsg(pool + off, n, pool_mr->desc(), dst, &l.ctx,
+						      FI_COMPLETION | FI_DELIVERY_COMPLETE);
+			});
+		} else {
+			post(c, [&] {
+				return c.ep->write(pool + off, n, pool_mr->desc(), dst, &l.ctx);
+			});
+		}
+		off += n;
+		len -= n;
+	}
+}
+
+void data_path::impl::read_back(lane_state &l, void *buf, std::uint64_t off, std::uint64_t len,
+				void *desc)
+{
+	auto &c = *l.conn;
+	auto *dst = static_cast<std::uint8_t *>(buf);
+	while (len) {
+		std::uint64_t n = std::min<std::uint64_t>(len, max_msg);
+		fab::rma_target src{fabric.raddr + off, fabric.rkey};
+		l.outstanding.fetch_add(1, std::memory_order_relaxed);
+		post(c, [&] { return c.ep->readmsg(dst, n, desc, src, &l.ctx, FI_COMPLETION); });
+		dst += n;
+		off += n;
+		len -= n;
+	}
+	wait(l);
+}
+
+void data_path::impl::shutdown()
+{
+	if (down.exchange(true))
+		return;
+	for (auto &c : conns) {
+		if (!c->broken.load()) {
+			try {
+				c->ep->shutdown();
+			} catch (const rpmem::error &) {
+				// Already gone: nothing to tell the peer.
+			}
+		}
+	}
+	fail_all(ECONNRESET, "closed");
+}
+
+data_path::data_path(const control::fabric_params &fabric, const std::string &host,
+		     void *pool_addr, std::size_t pool_size, std::uint32_t nlanes,
+		     const settings &s)
+    : impl_(std::make_unique<impl>(fabric, host, pool_addr, pool_size, nlanes, s))
+{
+}
+
+data_path::~data_path() = default;
+
+std::uint32_t data_path::nlanes() const
+{
+	return impl_->nlanes;
+}
+
+void data_path::persist(std::uint64_t offset, std::uint64_t length, unsigned lane, bool relaxed)
+{
+	auto &d = *impl_;
+	auto &l = d.lanes[lane];
+	if (length == 0)
+		return;
+	if (!relaxed && length <= d.inline_max) {
+		std::memcpy(l.msg + ln::request_header_size, d.pool + offset, length);
+		d.send_request(l, {ln::op::persist_inline, lane, offset, length, ++l.cookie},
+			       length);
+		return;
+	}
+	if (d.fabric.method == control::persist_method::apm) {
+		d.write(l, offset, length, false);
+		d.read_back(l, l.raw, offset + length - std::min<std::uint64_t>(length, 8),
+			    std::min<std::uint64_t>(length, 8), d.raw_mr->desc());
+		return;
+	}
+	d.write(l, offset, length, !d.saw);
+	if (!d.saw)
+		d.wait(l);
+	d.send_request(l, {ln::op::persist, lane, offset, length, ++l.cookie}, 0);
+}
+
+void data_path::flush(std::uint64_t offset, std::uint64_t length, unsigned lane)
+{
+	auto &d = *impl_;
+	auto &l = d.lanes[lane];
+	if (length == 0)
+		return;
+	d.write(l, offset, length, false);
+	auto &p = l.pending;
+	if (!p.empty() && offset <= p.back().offset + p.back().length &&
+	    offset + length >= p.back().offset) {
+		auto lo = std::min(offset, p.back().offset);
+		auto hi = std::max(offset + length, p.back().offset + p.back().length);
+		p.back() = {lo, hi - lo};
+	} else if (p.size() < max_pending_ranges &&
+		   p.size() < d.inline_max / ln::range_size) {
+		p.push_back({offset, length});
+	} else {
+		// Too many scattered ranges: persist their hull, which covers them all.
+		auto lo = std::min(offset, p.front().offset);
+		auto hi = offset + length;
+		for (auto &r : p) {
+			lo = std::min(lo, r.offset);
+			hi = std::max(hi, r.offset + r.length);
+		}
+		p.assign(1, {lo, hi - lo});
+	}
+}
+
+void data_path::drain(unsigned lane)
+{
+	auto &d = *impl_;
+	auto &l = d.lanes[lane];
+	if (l.pending.empty()) {
+		d.check_broken(*l.conn);
+		return;
+	}
+	if (d.fabric.method == control::persist_method::apm) {
+		auto last = l.pending.back();
+		d.read_back(l, l.raw, last.offset, std::min<std::uint64_t>(last.length, 8),
+			    d.raw_mr->desc());
+		l.pending.clear();
+		return;
+	}
+	if (!d.saw) {
+		// Without send-after-write order, make sure the writes have landed first.
+		auto last = l.pending.back();
+		d.read_back(l, l.raw, last.offset, std::min<std::uint64_t>(last.length, 8),
+			    d.raw_mr->desc());
+	}
+	std::size_t n = l.pending.size();
+	for (std::size_t i = 0; i < n; ++i)
+		ln::encode(l.pending[i], l.msg + ln::request_header_size + i * ln::range_size);
+	l.pending.clear();
+	d.send_request(l, {ln::op::drain, lane, 0, n, ++l.cookie}, n * ln::range_size);
+}
+
+void data_path::deep_persist(std::uint64_t offset, std::uint64_t length, unsigned lane)
+{
+	auto &d = *impl_;
+	auto &l = d.lanes[lane];
+	if (length)
+		d.write(l, offset, length, !d.saw);
+	if (length && !d.saw)
+		d.wait(l);
+	d.send_request(l, {ln::op::deep_persist, lane, offset, length, ++l.cookie}, 0);
+}
+
+void data_path::read(void *buf, std::uint64_t offset, std::uint64_t length, unsigned lane)
+{
+	auto &d = *impl_;
+	auto &l = d.lanes[lane];
+	if (length == 0)
+		return;
+	auto *p = static_cast<std::uint8_t *>(buf);
+	if (!d.local_mr) {
+		d.read_back(l, buf, offset, length, nullptr);
+		return;
+	}
+	if (p >= d.pool && p + length <= d.pool + d.pool_size) {
+		d.read_back(l, buf, offset, length, d.pool_mr->desc());
+		return;
+	}
+	throw rpmem::error(ENOTSUP, fmt::format("{}: provider {} needs registered buffers: read "
+						"into memory inside the pool",
+						d.host, d.fabric.provider));
+}
+
+void data_path::shutdown()
+{
+	impl_->shutdown();
+}
+
+} // namespace rpmem::client

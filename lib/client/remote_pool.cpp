@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "client/remote_pool.hpp"
+
+#include "client/control_session.hpp"
+#include "client/data_path.hpp"
+#include "client/env.hpp"
+#include "rpmem/error.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <unistd.h>
+
+namespace rpmem::client {
+
+namespace ctl = rpmem::control;
+
+namespace {
+
+bool page_aligned(std::uintptr_t v)
+{
+	static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+	return (v & (page - 1)) == 0;
+}
+
+void check_pool_args(const std::string &target, const std::string &descriptor, void *addr,
+		     std::size_t size, unsigned *nlanes)
+{
+	if (target.empty())
+		throw rpmem::error(EINVAL, "target is empty: give [user@]host[:port]");
+	if (descriptor.empty())
+		throw rpmem::error(EINVAL, "pool set name is empty");
+	if (!addr || !page_aligned(reinterpret_cast<std::uintptr_t>(addr)))
+		throw rpmem::error(EINVAL, fmt::format("pool address {} is not page aligned",
+						       addr));
+	if (size == 0 || !page_aligned(size))
+		throw rpmem::error(EINVAL, fmt::format("pool size {} is not a non-zero multiple "
+						       "of the page size",
+						       size));
+	if (!nlanes)
+		throw rpmem::error(EINVAL, "nlanes is NULL: pass the number of lanes wanted");
+	if (*nlanes == 0)
+		throw rpmem::error(EINVAL, "*nlanes is 0: ask for at least one lane");
+}
+
+} // namespace
+
+remote_pool::remote_pool(std::unique_ptr<control_session> ctl, std::size_t size,
+			 bool has_headers)
+    : ctl_(std::move(ctl)), size_(size), has_headers_(has_headers)
+{
+}
+
+remote_pool::~remote_pool()
+{
+	try {
+		close();
+	} catch (const std::exception &) {
+		// Destructors never throw; close() reported nothing the caller asked for.
+	}
+}
+
+std::unique_ptr<remote_pool> remote_pool::start(bool create, const std::string &target,
+						const std::string &descriptor, void *addr,
+						std::size_t size, unsigned *nlanes,
+						const ctl::pool_attr *attr, ctl::pool_attr *attr_out,
+						const pool_options &opts)
+{
+	check_pool_args(target, descriptor, addr, size, nlanes);
+	const settings s = opts.tuning ? *opts.tuning : process_settings();
+	auto session = std::make_unique<control_session>(
+		target, opts.command.empty() ? next_command() : opts.command,
+		opts.ssh ? *opts.ssh : ssh::options::from_environment(), s.control_timeout);
+	ctl::pool_request req;
+	req.pool_size = size;
+	req.nlanes = std::min<std::uint32_t>(*nlanes, s.max_nlanes);
+	req.provider = s.providers;
+	req.descriptor = descriptor;
+	if (create && attr && !attr->is_zero())
+		req.attr = *attr;
+	auto resp = session->request_pool(req, create);
+
+	bool headers = create ? req.attr.has_value() : (attr_out && !resp.attr.is_zero());
+	std::unique_ptr<remote_pool> pool(new remote_pool(std::move(session), size, headers));
+	pool->fabric_ = resp.fabric;
+	pool->method_ = resp.fabric.method;
+	try {
+		pool->data_ = std::make_unique<data_path>(resp.fabric, pool->ctl_->host(), addr,
+							  size, std::min(req.nlanes,
+									 resp.fabric.nlanes),
+							  s);
+	} catch (...) {
+		// The daemon removes a pool it created for us when we say so (or when we vanish).
+		try {
+			pool->ctl_->close(create ? ctl::close_flag_remove : 0);
+		} catch (const std::exception &) {
+		}
+		pool->closed_ = true;
+		throw;
+	}
+	*nlanes = pool->data_->nlanes();
+	if (attr_out)
+		*attr_out = resp.attr;
+	return pool;
+}
+
+std::unique_ptr<remote_pool> remote_pool::create(const std::string &target,
+						 const std::string &descriptor, void *addr,
+						 std::size_t size, unsigned *nlanes,
+						 const ctl::pool_attr *attr, const pool_options &opts)
+{
+	return start(true, target, descriptor, addr, size, nlanes, attr, nullptr, opts);
+}
+
+std::unique_ptr<remote_pool> remote_pool::open(const std::string &target,
+					       const std::string &descriptor, void *addr,
+					       std::size_t size, unsigned *nlanes,
+					       ctl::pool_attr *attr_out, const pool_options &opts)
+{
+	return start(false, target, descriptor, addr, size, nlanes, nullptr, attr_out, opts);
+}
+
+void remote_pool::remove(const std::string &target, const std::string &descriptor, int flags,
+			 const pool_options &opts)
+{
+	if (flags & ~static_cast<int>(remove_force | remove_pool_set))
+		throw rpmem::error(EINVAL, fmt::format("unknown rpmem_remove flags {:#x}", flags));
+	if (target.empty() || descriptor.empty())
+		throw rpmem::error(EINVAL, "target and pool set name must not be empty");
+	const settings s = opts.tuning ? *opts.tuning : process_settings();
+	remove_remote(target, descriptor, flags,
+		      opts.command.empty() ? next_command() : opts.command,
+		      opts.ssh ? *opts.ssh : ssh::options::from_environment(), s.control_timeout);
+}
+
+void remote_pool::set_attr(const ctl::pool_attr *attr)
+{
+	if (closed_)
+		throw rpmem::error(EINVAL, "the pool is closed");
+	std::optional<ctl::pool_attr> a;
+	if (attr && !attr->is_zero())
+		a = *attr;
+	ctl_->set_attr(a);
+}
+
+void remote_pool::close()
+{
+	if (closed_.exchange(true))
+		return;
+	if (data_)
+		data_->shutdown();
+	ctl_->close(0);
+}
+
+unsigned remote_pool::nlanes() const
+{
+	return data_->nlanes();
+}
+
+const std::string &remote_pool::host() const
+{
+	return ctl_->host();
+}
+
+void remote_pool::check_range(const char *what, std::size_t offset, std::size_t length,
+			      unsigned lane, bool header_allowed) const
+{
+	if (lane >= data_->nlanes())
+		throw rpmem::error(EINVAL, fmt::format("{}: lane {} is out of range: the pool "
+						       "has {} lanes",
+						       what, lane, data_->nlanes()));
+	if (offset > size_ || length > size_ - offset)
+		throw rpmem::error(EINVAL, fmt::format("{}: range [{}, +{}) is outside the "
+						       "{}-byte pool",
+						       what, offset, length, size_));
+	if (!header_allowed && has_headers_ && offset < header_size)
+		throw rpmem::error(EINVAL, fmt::format("{}: offset {} is inside the pool header "
+						       "(first {} bytes); use rpmem_set_attr",
+						       what, offset, header_size));
+}
+
+void remote_pool::persist(std::size_t offset, std::size_t length, unsigned lane, unsigned flags)
+{
+	if (flags & ~persist_relaxed)
+		throw rpmem::error(EINVAL, fmt::format("persist: unknown flags {:#x}", flags));
+	check_range("persist", offset, length, lane, false);
+	data_->persist(offset, length, lane, flags & persist_relaxed);
+}
+
+void remote_pool::flush(std::size_t offset, std::size_t length, unsigned lane, unsigned flags)
+{
+	if (flags & ~flush_relaxed)
+		throw rpmem::error(EINVAL, fmt::format("flush: unknown flags {:#x}", flags));
+	check_range("flush", offset, length, lane, false);
+	if (flags & flush_relaxed)
+		data_->flush(offset, length, lane);
+	else
+		data_->persist(offset, length, lane, false);
+}
+
+void remote_pool::drain(unsigned lane, unsigned flags)
+{
+	if (flags)
+		throw rpmem::error(EINVAL, fmt::format("drain: flags must be 0, not {:#x}", flags));
+	check_range("drain", 0, 0, lane, true);
+	data_->drain(lane);
+}
+
+void remote_pool::deep_persist(std::size_t offset, std::size_t length, unsigned lane)
+{
+	check_range("deep_persist", offset, length, lane, false);
+	data_->deep_persist(offset, length, lane);
+}
+
+void remote_pool::read(void *buf, std::size_t offset, std::size_t length, unsigned lane)
+{
+	if (!buf && length)
+		throw rpmem::error(EINVAL, "read: buffer is NULL");
+	check_range("read", offset, length, lane, true);
+	data_->read(buf, offset, length, lane);
+}
+
+} // namespace rpmem::client

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The control protocol between librpmem and rpmemd, carried over the SSH exec channel.
+// Wire format (docs/protocol.md): every message is a 12-byte header followed by a body, all
+// little-endian. Typed messages here; encode/decode with full validation in codec.hpp.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace rpmem::control
+{
+
+inline constexpr std::uint32_t frame_magic = 0x4d505052; // "RPPM" read little-endian
+inline constexpr std::uint16_t proto_major = 1;
+inline constexpr std::uint16_t proto_minor = 0;
+inline constexpr std::size_t header_size = 12;
+/** No message may be larger than this (header included): no unbounded allocation. */
+inline constexpr std::size_t max_message_size = 64 * 1024;
+inline constexpr std::size_t max_string = 4096;
+inline constexpr std::size_t secret_size = 32;
+
+enum class msg_type : std::uint16_t {
+	hello = 1,         // daemon -> client, first message of a session
+	create = 2,        // client -> daemon
+	create_resp = 3,   // daemon -> client
+	open = 4,          // client -> daemon
+	open_resp = 5,     // daemon -> client
+	set_attr = 6,      // client -> daemon
+	set_attr_resp = 7, // daemon -> client
+	close = 8,         // client -> daemon
+	close_resp = 9,    // daemon -> client
+	ping = 10,         // client -> daemon: liveness check
+	pong = 11,         // daemon -> client
+};
+
+/** PMDK's remote status codes (librpmem 1.12 rpmem_common.h), same values. */
+enum class status : std::uint32_t {
+	success = 0,
+	badproto = 1,
+	badname = 2,
+	badsize = 3,
+	badnlanes = 4,
+	badprovider = 5,
+	fatal = 6,
+	fatal_conn = 7,
+	busy = 8,
+	exists = 9,
+	provnosup = 10,
+	noexist = 11,
+	noaccess = 12,
+	pool_cfg = 13,
+};
+inline constexpr std::uint32_t status_count = 14;
+
+/** errno PMDK's librpmem maps the status to (EPROTONOSUPPORT, EINVAL, EFBIG, ...). */
+int status_errno(status s) noexcept;
+/** PMDK's text for the status ("Pool already in use", ...). */
+const char *status_text(status s) noexcept;
+
+/** Persistence method the daemon chose for the session (PMDK values). */
+enum class persist_method : std::uint32_t {
+	gpspm = 1, // write, then a message; the daemon persists and replies
+	apm = 2,   // write, then an RDMA read (replica declares NIC writes durable)
+};
+
+/** Same fields and layout as struct rpmem_pool_attr (104 bytes). */
+struct pool_attr {
+	std::array<char, 8> signature{};
+	std::uint32_t major = 0;
+	std::uint32_t compat_features = 0;
+	std::uint32_t incompat_features = 0;
+	std::uint32_t ro_compat_features = 0;
+	std::array<std::uint8_t, 16> poolset_uuid{};
+	std::array<std::uint8_t, 16> uuid{};
+	std::array<std::uint8_t, 16> next_uuid{};
+	std::array<std::uint8_t, 16> prev_uuid{};
+	std::array<std::uint8_t, 16> user_flags{};
+
+	bool is_zero() const noexcept;
+	bool operator==(const pool_attr &) const = default;
+};
+inline constexpr std::size_t pool_attr_size = 104;
+
+/** First message of every session, sent by rpmemd as soon as it has started (or failed to). */
+struct hello {
+	status st = status::success;
+	std::uint32_t err = 0; // errno of a start-up failure
+	std::uint16_t major = proto_major;
+	std::uint16_t minor = proto_minor;
+	std::string daemon_version;
+	std::string message; // what failed, when st != success
+
+	bool operator==(const hello &) const = default;
+};
+
+/** create and open requests. */
+struct pool_request {
+	std::uint16_t major = proto_major;
+	std::uint16_t minor = proto_minor;
+	std::uint64_t pool_size = 0; // bytes the client maps; the daemon registers exactly this
+	std::uint32_t nlanes = 0;    // lanes requested
+	std::string provider;        // libfabric provider the client selected ("tcp", "verbs", ...)
+	std::string descriptor;      // pool set name relative to the daemon's poolset dir
+	std::optional<pool_attr> attr; // create only; nullopt: a pool without headers (NOHDRS)
+
+	bool operator==(const pool_request &) const = default;
+};
+
+/** What the client needs to connect the fabric, sent by the daemon in create/open responses. */
+struct fabric_params {
+	std::string provider;
+	std::string address; // numeric address the daemon listens on (where SSH arrived)
+	std::uint16_t port = 0;
+	std::uint64_t rkey = 0;
+	std::uint64_t raddr = 0; // remote address of pool offset 0 (0 when the MR is offset based)
+	std::uint64_t mr_mode = 0;    // what the daemon's provider granted
+	std::uint32_t nlanes = 0;     // lanes granted
+	std::uint32_t nendpoints = 0; // fabric connections the daemon will accept
+	std::uint32_t inline_max = 0; // largest inline persist payload the daemon accepts
+	/** Persist messages in flight per endpoint the daemon can take. */
+	std::uint32_t queue_depth = 0;
+	persist_method method = persist_method::gpspm;
+	/** One-time: binds fabric connections to this SSH session. */
+	std::array<std::uint8_t, secret_size> secret{};
+
+	bool operator==(const fabric_params &) const = default;
+};
+
+/** create_resp and open_resp. */
+struct pool_response {
+	status st = status::success;
+	std::uint32_t err = 0;       // daemon-side errno behind a failure, for the message
+	std::string message;         // what failed on the daemon and what to do
+	fabric_params fabric;        // meaningful when st == success
+	pool_attr attr;              // open_resp: the pool's attributes (zeros for NOHDRS)
+	std::uint64_t pool_size = 0; // usable size of the remote pool
+	bool is_pmem = false; // remote pool is on persistent memory (pmem_persist) or msync'ed
+
+	bool operator==(const pool_response &) const = default;
+};
+
+struct set_attr_request {
+	std::optional<pool_attr> attr; // nullopt is sent as zeros
+
+	bool operator==(const set_attr_request &) const = default;
+};
+
+inline constexpr std::uint32_t close_flag_remove = 0x1; // delete a pool created in this session
+
+struct close_request {
+	std::uint32_t flags = 0;
+
+	bool operator==(const close_request &) const = default;
+};
+
+/** set_attr_resp, close_resp. */
+struct status_response {
+	status st = status::success;
+	std::uint32_t err = 0;
+	std::string message;
+
+	bool operator==(const status_response &) const = default;
+};
+
+struct ping {
+	std::uint64_t cookie = 0;
+
+	bool operator==(const ping &) const = default;
+};
+struct pong {
+	std::uint64_t cookie = 0;
+
+	bool operator==(const pong &) const = default;
+};
+
+} // namespace rpmem::control

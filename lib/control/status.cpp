@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// PMDK's status table (librpmem 1.12 rpmem_util.c:20-81): the errno and text the client reports
+// for each remote status. Applications written for PMDK test these errno values.
+#include "control/messages.hpp"
+
+#include <algorithm>
+#include <cerrno>
+
+namespace rpmem::control
+{
+
+namespace
+{
+
+struct status_info {
+	int errnum;
+	const char *text;
+};
+
+// Indexed by status value; the order is PMDK's enum order.
+constexpr status_info status_table[status_count] = {
+    {0, "Success"},
+    {EPROTONOSUPPORT, "Protocol version number mismatch"},
+    {EINVAL, "Invalid pool descriptor"},
+    {EFBIG, "Invalid pool size"},
+    {EINVAL, "Invalid number of lanes"},
+    {EINVAL, "Invalid provider"},
+    {EREMOTEIO, "Fatal error"},
+    {ECONNABORTED, "Fatal in-band connection error"},
+    {EBUSY, "Pool already in use"},
+    {EEXIST, "Pool already exists"},
+    {EMEDIUMTYPE, "Provider not supported"},
+    {ENOENT, "Pool set or its part doesn't exist or it is unavailable"},
+    {EACCES, "Pool set permission denied"},
+    {EINVAL, "Invalid pool set configuration"},
+};
+
+} // namespace
+
+// A value outside the table can only come from a cast of unchecked input (the codec refuses
+// it): report it as the protocol violation it is rather than indexing out of bounds.
+int status_errno(status s) noexcept
+{
+	auto v = static_cast<std::uint32_t>(s);
+	return v < status_count ? status_table[v].errnum : EPROTO;
+}
+
+const char *status_text(status s) noexcept
+{
+	auto v = static_cast<std::uint32_t>(s);
+	return v < status_count ? status_table[v].text : "Unknown status";
+}
+
+bool pool_attr::is_zero() const noexcept
+{
+	auto zero = [](const auto &a) {
+		return std::all_of(a.begin(), a.end(), [](auto b) { return b == 0; });
+	};
+	return zero(signature) && major == 0 && compat_features == 0 && incompat_features == 0 &&
+	       ro_compat_features == 0 && zero(poolset_uuid) && zero(uuid) && zero(next_uuid) &&
+	       zero(prev_uuid) && zero(user_flags);
+}
+
+} // namespace rpmem::control

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "fabric/eq.hpp"
+
+#include "fabric/error.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace rpmem::fabric
+{
+namespace
+{
+
+// Connection private data is small (verbs/IB: 56 B, tcp and sockets: 256 B); room to spare.
+constexpr std::size_t max_cm_data = 1024;
+
+/** An fi_eq_cm_entry followed by its private data (a flexible array member in C). */
+struct cm_buffer {
+	alignas(fi_eq_cm_entry) std::uint8_t bytes[sizeof(fi_eq_cm_entry) + max_cm_data];
+
+	fi_eq_cm_entry entry() const
+	{
+		fi_eq_cm_entry e;
+		std::memcpy(&e, bytes, sizeof e);
+		return e;
+	}
+	const std::uint8_t *data() const { return bytes + sizeof(fi_eq_cm_entry); }
+};
+
+} // namespace
+
+eq::eq(const fabric_domain &parent, const eq_options &options)
+    : wait_(options.wait), provider_(parent.provider())
+{
+	fi_eq_attr attr{};
+	attr.size = options.size;
+	attr.wait_obj = to_fi(options.wait);
+	check(fi_eq_open(parent.fabric(), &attr, eq_.out(), nullptr), "fi_eq_open", provider_);
+}
+
+std::optional<eq_event> eq::read(std::chrono::milliseconds timeout)
+{
+	cm_buffer buffer;
+	std::uint32_t type = 0;
+	const bool block = wait_ != wait_object::none && timeout.count() != 0;
+	const ssize_t ret =
+	    block ? fi_eq_sread(eq_.get(), &type, &buffer, sizeof buffer, to_fi_timeout(timeout), 0)
+	          : fi_eq_read(eq_.get(), &type, &buffer, sizeof buffer, 0);
+	if (ret == -FI_EAGAIN || ret == -FI_ETIMEDOUT)
+		return std::nullopt;
+	if (ret == -FI_EAVAIL)
+		return read_error();
+	check(ret, block ? "fi_eq_sread" : "fi_eq_read", provider_);
+
+	if (static_cast<std::size_t>(ret) < sizeof(fi_eq_cm_entry))
+		throw rpmem::error(EPROTO,
+		                   fmt::format("fi_eq_sread returned a {}-byte entry for event "
+		                               "{}, shorter than a CM entry (provider {})",
+		                               ret, type, provider_));
+	// Every event bound here is a CM event; others (FI_MR_COMPLETE, ...) are never requested.
+	const fi_eq_cm_entry entry = buffer.entry();
+	eq_event event;
+	event.type = type;
+	event.fid = entry.fid;
+	if (type == FI_CONNREQ)
+		event.conn_info =
+		    info(entry.info); // the caller owns it; other events leave it unset
+	const auto data_len = static_cast<std::size_t>(ret) - sizeof entry;
+	event.data.assign(buffer.data(), buffer.data() + data_len);
+	return event;
+}
+
+eq_event eq::read_error()
+{
+	fi_eq_err_entry entry{};
+	check(fi_eq_readerr(eq_.get(), &entry, 0), "fi_eq_readerr", provider_);
+	eq_event event;
+	event.fid = entry.fid;
+	event.err = entry.err != 0 ? std::abs(entry.err) : FI_EOTHER;
+	event.prov_errno = entry.prov_errno;
+	const auto *err_data = static_cast<const std::uint8_t *>(entry.err_data);
+	if (err_data != nullptr)
+		event.data.assign(err_data, err_data + entry.err_data_size);
+	char buffer[256] = "";
+	const char *text =
+	    fi_eq_strerror(eq_.get(), entry.prov_errno, entry.err_data, buffer, sizeof buffer);
+	event.err_text = fmt::format("{} (provider {}: {})", fi_strerror(event.err), provider_,
+	                             text != nullptr ? text : buffer);
+	return event;
+}
+
+int eq::wait_fd() const
+{
+	int fd = -1;
+	check(fi_control(&eq_.get()->fid, FI_GETWAIT, &fd), "fi_control(EQ, FI_GETWAIT)",
+	      provider_);
+	return fd;
+}
+
+} // namespace rpmem::fabric

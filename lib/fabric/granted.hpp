@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What a provider granted, read back from the final fi_info. libfabric grants capabilities, it
+// does not promise the ones asked for: the data path adapts to these values and never assumes
+// one provider's behaviour (tcp and sockets grant mr_mode 0, verbs the hardware mode).
+#pragma once
+
+#include <rdma/fabric.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace rpmem::fabric
+{
+
+struct granted {
+	std::string provider;        // fabric_attr->prov_name: "verbs", "tcp", "sockets", ...
+	std::string fabric_name;     // fabric_attr->name, e.g. "127.0.0.1/32"
+	std::string domain_name;     // domain_attr->name, e.g. "lo"
+	std::uint64_t caps = 0;      // info->caps
+	std::uint64_t mode = 0;      // info->mode: obligations on the caller (FI_CONTEXT, ...)
+	int mr_mode = 0;             // domain_attr->mr_mode (FI_MR_* bits)
+	std::uint64_t msg_order = 0; // tx_attr->msg_order (FI_ORDER_* bits)
+	std::size_t max_msg_size = 0;
+	std::size_t inject_size = 0;
+	std::size_t tx_size = 0;    // transmit queue depth of one endpoint
+	std::size_t rx_size = 0;    // receive queue depth of one endpoint
+	std::size_t tx_ctx_cnt = 0; // domain limits: endpoints, contexts, CQs
+	std::size_t rx_ctx_cnt = 0;
+	std::size_t cq_cnt = 0;
+	std::size_t ep_cnt = 0;
+	std::size_t cq_data_size = 0;
+	std::uint32_t addr_format = 0; // FI_SOCKADDR, FI_SOCKADDR_IN, ...
+	bool rma_pmem = false; // FI_RMA_PMEM: FI_COMMIT_COMPLETE writes are persistent at target
+
+	/** Remote addresses are virtual addresses (else offsets from the start of the region). */
+	bool virt_addr() const noexcept { return mr_mode & FI_MR_VIRT_ADDR; }
+	/** Local buffers of data transfers must be registered and their desc passed. */
+	bool local_mr() const noexcept { return mr_mode & FI_MR_LOCAL; }
+	/** The provider picks MR keys (else the requested key is the key). */
+	bool prov_key() const noexcept { return mr_mode & FI_MR_PROV_KEY; }
+	/** Each MR must be bound to an endpoint and enabled before use. */
+	bool mr_endpoint() const noexcept { return mr_mode & FI_MR_ENDPOINT; }
+	/** Every operation context must point to writable struct fi_context storage. */
+	bool needs_context() const noexcept { return mode & FI_CONTEXT; }
+	/**
+	 * A send posted after a write is delivered after it (FI_ORDER_SAW). When false the data
+	 * path must wait for the write's completion before it sends the persist message.
+	 */
+	bool send_after_write() const noexcept { return msg_order & FI_ORDER_SAW; }
+	/** A read posted after a write observes it (FI_ORDER_RAW): what APM relies on. */
+	bool read_after_write() const noexcept { return msg_order & FI_ORDER_RAW; }
+
+	/** One line for logs: "tcp fabric 127.0.0.1/32 domain lo mr_mode [] order [RAW SAW] ...".
+	 */
+	std::string describe() const;
+};
+
+/** Reads the granted attributes from one fi_info entry. */
+granted read_granted(const fi_info &info);
+
+} // namespace rpmem::fabric

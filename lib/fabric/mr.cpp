@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "fabric/mr.hpp"
+
+#include "fabric/endpoint.hpp"
+#include "fabric/error.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+
+namespace rpmem::fabric
+{
+namespace
+{
+
+/**
+ * A key no other region of this process uses, for providers that take the requested key as the
+ * key (no FI_MR_PROV_KEY): unique per process is unique per domain.
+ */
+std::uint64_t next_key() noexcept
+{
+	static std::atomic<std::uint64_t> counter{1};
+	return counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+} // namespace
+
+memory_region::memory_region(const fabric_domain &parent, void *addr, std::size_t len,
+                             std::uint64_t access)
+    : addr_(addr), len_(len), mr_mode_(parent.granted().mr_mode), provider_(parent.provider())
+{
+	const std::uint64_t requested_key = parent.granted().prov_key() ? 0 : next_key();
+	const int ret =
+	    fi_mr_reg(parent.domain(), addr, len, access, 0, requested_key, 0, mr_.out(), nullptr);
+	if (ret != 0)
+		throw_call_error(ret, fmt::format("fi_mr_reg({}, {} bytes)", addr, len), provider_,
+		                 "check RLIMIT_MEMLOCK (ulimit -l) for RDMA providers");
+	key_ = fi_mr_key(mr_.get());
+}
+
+void memory_region::bind(const endpoint &ep)
+{
+	if ((mr_mode_ & FI_MR_ENDPOINT) == 0)
+		return;
+	check(fi_mr_bind(mr_.get(), ep.fid(), 0), "fi_mr_bind(MR, endpoint)", provider_);
+	check(fi_mr_enable(mr_.get()), "fi_mr_enable", provider_);
+	key_ =
+	    fi_mr_key(mr_.get()); // some providers assign the key only once the region is enabled
+}
+
+std::uint64_t memory_region::remote_base() const noexcept
+{
+	return (mr_mode_ & FI_MR_VIRT_ADDR) ? reinterpret_cast<std::uintptr_t>(addr_) : 0;
+}
+
+} // namespace rpmem::fabric

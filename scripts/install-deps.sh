@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every build, test and demo dependency from Debian's archive.
+# Idempotent: packages already present are skipped, so a second run is fast.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config ninja-build
+  libfabric-dev libfabric-bin
+  libpmem-dev libpmemobj-dev libpmempool-dev pmdk-tools
+  libssh-dev catch2 libfmt-dev libcli11-dev
+  openssh-server openssh-client
+  clang libclang-rt-14-dev clang-format
+  iproute2 procps psmisc util-linux file binutils
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  SUDO=
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "install-deps: all ${#packages[@]} packages present"
+fi
+
+# sshd refuses to start without its privilege-separation directory.
+[ -d /run/sshd ] || { SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo; $SUDO mkdir -p /run/sshd; }

@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The data path end to end: several threads on many lanes persist random ranges (persist,
+// relaxed flush + drain, deep persist); after close the replica's pool file must equal the local
+// pool byte for byte past the header. For tcp and sockets, GPSPM and APM, ext4 and /dev/shm.
+#include "replica_fixture.hpp"
+
+#include "fabric/endpoint.hpp"
+#include "fabric/eq.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/info.hpp"
+#include "rpmem/error.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <thread>
+
+using rpmem::client::remote_pool;
+using namespace rpmem::test;
+namespace ctl = rpmem::control;
+
+namespace {
+
+constexpr std::size_t pool_size = 64 << 20;
+constexpr std::size_t hdr = 4096;
+
+std::size_t random_length(std::mt19937_64 &rng, std::size_t max)
+{
+	switch (rng() % 4) {
+	case 0:
+		return 1 + rng() % 64;
+	case 1:
+		return 1 + rng() % 8192;
+	case 2:
+		return 1 + rng() % 200000;
+	default:
+		return 1 + rng() % std::min<std::size_t>(max, 4 << 20);
+	}
+}
+
+void scribble(std::uint8_t *p, std::size_t n, std::mt19937_64 &rng)
+{
+	for (std::size_t i = 0; i < n; ++i)
+		p[i] = static_cast<std::uint8_t>(rng());
+}
+
+/** Each thread owns a slice of the pool and lanes t, t+T, ...; every op completes before the
+ * next, so the final content is defined whatever lane carried it. */
+void stress(remote_pool &pool, local_pool &local, unsigned threads, unsigned ops)
+{
+	unsigned nlanes = pool.nlanes();
+	std::size_t slice = (local.size() - hdr) / threads;
+	std::atomic<int> failures{0};
+	std::vector<std::thread> workers;
+	for (unsigned t = 0; t < threads; ++t) {
+		workers.emplace_back([&, t] {
+			std::mt19937_64 rng(1000 + t);
+			std::size_t base = hdr + t * slice;
+			try {
+				for (unsigned i = 0; i < ops; ++i) {
+					unsigned lane = (t + threads * (i % 4)) % nlanes;
+					std::size_t len = random_length(rng, slice);
+					std::size_t off = base + rng() % (slice - len + 1);
+					scribble(local.data() + off, len, rng);
+					switch (rng() % 5) {
+					case 0:
+						pool.persist(off, len, lane, 0);
+						break;
+					case 1:
+						pool.persist(off, len, lane,
+							     rpmem::client::persist_relaxed);
+						break;
+					case 2: {
+						// Several relaxed flushes, one drain.
+						std::size_t piece = std::max<std::size_t>(1, len / 7);
+						for (std::size_t o = 0; o < len; o += piece)
+							pool.flush(off + o, std::min(piece, len - o),
+								   lane, rpmem::client::flush_relaxed);
+						pool.drain(lane, 0);
+						break;
+					}
+					case 3:
+						pool.deep_persist(off, len, lane);
+						break;
+					default:
+						pool.flush(off, len, lane, 0);
+						break;
+					}
+				}
+			} catch (const rpmem::error &e) {
+				UNSCOPED_INFO("thread " << t << ": " << e.what());
+				++failures;
+			}
+		});
+	}
+	for (auto &w : workers)
+		w.join();
+	REQUIRE(failures == 0);
+}
+
+void check_replica_equals_local(const replica &node, const local_pool &local)
+{
+	auto file = slurp(node.part("pool.set"));
+	REQUIRE(file.size() >= local.size());
+	std::size_t first_diff = SIZE_MAX;
+	for (std::size_t i = hdr; i < local.size(); ++i) {
+		if (static_cast<std::uint8_t>(file[i]) != local.data()[i]) {
+			first_diff = i;
+			break;
+		}
+	}
+	INFO("first differing byte at offset " << first_diff);
+	CHECK(first_diff == SIZE_MAX);
+}
+
+void run_end_to_end(const std::string &provider, bool apm, const std::string &parent)
+{
+	sshd server;
+	replica_options ro;
+	ro.provider = provider;
+	ro.apm = apm;
+	ro.parent = parent;
+	replica node(server, ro);
+	node.write_poolset("pool.set", {"72M"});
+	local_pool local(pool_size);
+	local.fill_random(42, hdr);
+	auto attr = sample_attr();
+	unsigned nlanes = getenv("T_NLANES") ? unsigned(atoi(getenv("T_NLANES"))) : 16;
+	std::unique_ptr<remote_pool> pool;
+	try {
+		pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+					   &nlanes, &attr, node.options());
+	} catch (const rpmem::error &e) {
+		FAIL(e.what() << "\nrpmemd log:\n" << node.log_text());
+	}
+	CHECK(pool->fabric().provider == provider);
+	CHECK(pool->method() == (apm ? ctl::persist_method::apm : ctl::persist_method::gpspm));
+	// The whole pool first, then the random stream on top of it.
+	pool->persist(hdr, local.size() - hdr, 0, rpmem::client::persist_relaxed);
+	stress(*pool, local, 4, 60);
+
+	// read returns what was written, at odd offsets and lengths too.
+	std::vector<std::uint8_t> back(3 << 20);
+	for (auto [off, len] : {std::pair<std::size_t, std::size_t>{hdr, 1},
+				{hdr + 12345, 77777},
+				{local.size() - (3 << 20), 3 << 20}}) {
+		pool->read(back.data(), off, len, 1 % nlanes);
+		CHECK(std::memcmp(back.data(), local.data() + off, len) == 0);
+	}
+	pool->close();
+	check_replica_equals_local(node, local);
+}
+
+} // namespace
+
+TEST_CASE("tcp GPSPM on ext4: replica equals the local pool", "[data][tcp]")
+{
+	run_end_to_end("tcp", false, "/tmp");
+}
+TEST_CASE("tcp APM on /dev/shm: replica equals the local pool", "[data][tcp]")
+{
+	run_end_to_end("tcp", true, "/dev/shm");
+}
+TEST_CASE("tcp GPSPM on /dev/shm: replica equals the local pool", "[data][tcp]")
+{
+	run_end_to_end("tcp", false, "/dev/shm");
+}
+TEST_CASE("sockets GPSPM on ext4: replica equals the local pool", "[data][sockets]")
+{
+	run_end_to_end("sockets", false, "/tmp");
+}
+TEST_CASE("sockets APM on /dev/shm: replica equals the local pool", "[data][sockets]")
+{
+	run_end_to_end("sockets", true, "/dev/shm");
+}
+
+TEST_CASE("a fabric connection without the session secret is refused", "[data][security]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(8 << 20);
+	auto attr = sample_attr();
+	unsigned nlanes = 2;
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+					&nlanes, &attr, node.options());
+	const auto &f = pool->fabric();
+	namespace fab = rpmem::fabric;
+	fab::request req;
+	req.provider = f.provider;
+	auto fi = fab::info::for_connect(f.address, f.port, req);
+	fab::fabric_domain domain(fi);
+	fab::eq eq(domain);
+	fab::cq cq(domain);
+	fab::endpoint ep(domain, fi);
+	ep.bind(eq);
+	ep.bind(cq, FI_TRANSMIT | FI_RECV);
+	ep.enable();
+	std::vector<std::uint8_t> wrong(36, 0);
+	wrong[0] = static_cast<std::uint8_t>(f.secret[0] ^ 1);
+	ep.connect(wrong);
+	std::optional<fab::eq_event> ev;
+	for (int i = 0; i < 50 && !ev; ++i)
+		ev = eq.read(std::chrono::milliseconds(100));
+	REQUIRE(ev);
+	CHECK(ev->is_error());
+	CHECK(ev->type != FI_CONNECTED);
+	// The honest client is undisturbed.
+	std::memset(local.data() + 4096, 0x77, 4096);
+	pool->persist(4096, 4096, 0, 0);
+	pool->close();
+	CHECK(node.log_text().find("refused a fabric connection") != std::string::npos);
+}
+
+namespace {
+
+pid_t find_daemon(const std::string &unique)
+{
+	for (const auto &e : std::filesystem::directory_iterator("/proc")) {
+		auto name = e.path().filename().string();
+		if (name.find_first_not_of("0123456789") != std::string::npos)
+			continue;
+		auto cmdline = slurp(e.path() / "cmdline");
+		std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+		if (cmdline.find("rpmemd") != std::string::npos &&
+		    cmdline.find(unique) != std::string::npos &&
+		    cmdline.find("sh -c") == std::string::npos)
+			return static_cast<pid_t>(std::stol(name));
+	}
+	return -1;
+}
+
+std::size_t count_tcp_connections(pid_t pid)
+{
+	std::size_t n = 0;
+	for (const auto &e : std::filesystem::directory_iterator(
+		     fmt::format("/proc/{}/fd", pid))) {
+		std::error_code ec;
+		auto link = std::filesystem::read_symlink(e.path(), ec).string();
+		if (link.rfind("socket:", 0) == 0)
+			++n;
+	}
+	return n;
+}
+
+} // namespace
+
+TEST_CASE("1024 lanes keep rpmemd's threads and connections few", "[data][lanes]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(8 << 20);
+	auto attr = sample_attr();
+	unsigned nlanes = 1024;
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+					&nlanes, &attr, node.options());
+	CHECK(nlanes == 1024);
+	// Use every lane from several threads at once.
+	std::vector<std::thread> ts;
+	for (unsigned t = 0; t < 8; ++t)
+		ts.emplace_back([&, t] {
+			for (unsigned l = t; l < nlanes; l += 8) {
+				std::size_t off = 4096 + std::size_t(l) * 64;
+				std::memset(local.data() + off, static_cast<int>(l), 64);
+				pool->persist(off, 64, l, 0);
+			}
+		});
+	for (auto &t : ts)
+		t.join();
+	pid_t pid = find_daemon(node.dir().string());
+	REQUIRE(pid > 0);
+	std::size_t threads = 0;
+	for ([[maybe_unused]] const auto &e :
+	     std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid)))
+		++threads;
+	unsigned cores = std::thread::hardware_concurrency();
+	INFO("rpmemd threads: " << threads << ", sockets: " << count_tcp_connections(pid));
+	CHECK(threads <= 2 * cores + 4);
+	CHECK(pool->fabric().nendpoints <= 16);
+	CHECK(count_tcp_connections(pid) <= 16 + 4); // fabric connections + listener + stdio
+	pool->close();
+	auto file = slurp(node.part("pool.set"));
+	for (unsigned l = 0; l < 1024; ++l)
+		CHECK(file[4096 + l * 64] == static_cast<char>(l));
+}

@@ -1,0 +1,569 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// lib/fabric against the real tcp and sockets providers on loopback, server and client in one
+// process: connection with private data, RDMA write + send (send-after-write order), RDMA read,
+// an out-of-bounds write, a rejected connection, provider selection. Waits block with timeouts.
+#include "fabric/cq.hpp"
+#include "fabric/endpoint.hpp"
+#include "fabric/env.hpp"
+#include "fabric/eq.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/info.hpp"
+#include "fabric/mr.hpp"
+#include "fabric/passive_endpoint.hpp"
+#include "fabric/provider.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <rdma/fi_errno.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+namespace fab = rpmem::fabric;
+using namespace std::chrono_literals;
+using bytes = std::vector<std::uint8_t>;
+
+namespace
+{
+
+// Generous: a loaded 2-vCPU VM. Nothing waits this long when things work.
+constexpr auto patience = 10s;
+constexpr std::size_t pool_size = 1 << 20;
+constexpr std::size_t client_buffer_size = 64 << 10;
+
+fab::env fake_env(std::map<std::string, std::string> vars)
+{
+	return [vars = std::move(vars)](const std::string &name) -> std::optional<std::string> {
+		auto it = vars.find(name);
+		if (it == vars.end())
+			return std::nullopt;
+		return it->second;
+	};
+}
+
+bytes pattern(std::size_t len, std::uint8_t seed)
+{
+	bytes out(len);
+	std::iota(out.begin(), out.end(), seed);
+	return out;
+}
+
+/** The next EQ event, which must be `type` and not an error. */
+fab::eq_event expect_event(fab::eq &events, std::uint32_t type)
+{
+	std::optional<fab::eq_event> event = events.read(patience);
+	REQUIRE(event.has_value());
+	INFO("EQ error: " << event->err_text);
+	REQUIRE_FALSE(event->is_error());
+	REQUIRE(event->type == type);
+	return std::move(*event);
+}
+
+/** One completion taken by cq_worker: an entry, or an error completion. */
+struct completion {
+	fab::cq_entry entry{};
+	std::optional<fab::cq_error> error;
+};
+
+/**
+ * A thread blocked in cq.sread, as rpmemd's workers are: it drives the server's progress while
+ * the test thread waits on the client, and hands each completion to the test.
+ */
+class cq_worker
+{
+public:
+	explicit cq_worker(fab::cq &completions) : cq_(completions), thread_([this] { run(); }) {}
+	~cq_worker()
+	{
+		{
+			std::lock_guard lock(mutex_);
+			stop_ = true;
+		}
+		cq_.signal();
+		thread_.join();
+	}
+	cq_worker(const cq_worker &) = delete;
+	cq_worker &operator=(const cq_worker &) = delete;
+
+	/** The next completion; nullopt when none came within `patience`. */
+	std::optional<completion> next()
+	{
+		std::unique_lock lock(mutex_);
+		if (!ready_.wait_for(lock, patience, [this] { return !done_.empty(); }))
+			return std::nullopt;
+		completion c = std::move(done_.front());
+		done_.pop_front();
+		return c;
+	}
+
+private:
+	bool stopping()
+	{
+		std::lock_guard lock(mutex_);
+		return stop_;
+	}
+
+	void run()
+	{
+		while (!stopping()) {
+			completion c;
+			// The timeout only bounds how long a lost signal could delay shutdown.
+			fab::cq_result result = cq_.sread({&c.entry, 1}, 1s);
+			if (result.count == 0 && !result.error)
+				continue;
+			c.error = std::move(result.error);
+			std::lock_guard lock(mutex_);
+			done_.push_back(std::move(c));
+			ready_.notify_all();
+		}
+	}
+
+	fab::cq &cq_;
+	std::mutex mutex_;
+	std::condition_variable ready_;
+	std::deque<completion> done_;
+	bool stop_ = false;
+	std::thread thread_; // last: starts once everything it uses exists
+};
+
+/** The replica side: a listener, a pool MR and a receive buffer, as rpmemd sets them up. */
+struct server {
+	explicit server(const std::string &provider)
+	    : source(fab::info::for_listen("127.0.0.1", {.provider = provider})), domain(source),
+	      events(domain), completions(domain, {.size = 16}), listener(domain, source),
+	      pool(pool_size),
+	      pool_mr(domain, pool.data(), pool.size(), FI_REMOTE_WRITE | FI_REMOTE_READ),
+	      message(64), message_mr(domain, message.data(), message.size(), FI_RECV)
+	{
+		listener.bind(events);
+		listener.listen();
+	}
+
+	fab::info source;
+	fab::fabric_domain domain;
+	fab::eq events;
+	fab::cq completions;
+	fab::passive_endpoint listener;
+	bytes pool;
+	fab::memory_region pool_mr;
+	bytes message;
+	fab::memory_region message_mr;
+	fi_context recv_context{};
+	std::optional<fab::endpoint> connection; // declared last: closed before what it uses
+};
+
+/** The application side: one endpoint towards the server and a registered local buffer. */
+struct client {
+	client(const std::string &provider, const fab::socket_address &to)
+	    : source(fab::info::for_connect(to.host, to.port, {.provider = provider})),
+	      domain(source), events(domain), completions(domain, {.size = 16}),
+	      buffer(client_buffer_size),
+	      buffer_mr(domain, buffer.data(), buffer.size(), FI_WRITE | FI_READ | FI_SEND),
+	      ep(domain, source)
+	{
+		ep.bind(events);
+		ep.bind(completions, FI_TRANSMIT | FI_RECV);
+		ep.enable();
+	}
+
+	/** Waits for `n` successful completions. */
+	std::vector<fab::cq_entry> complete(std::size_t n)
+	{
+		std::vector<fab::cq_entry> done;
+		std::array<fab::cq_entry, 4> entries{};
+		while (done.size() < n) {
+			fab::cq_result result = completions.sread(entries, patience);
+			INFO("client CQ error: " << (result.error ? result.error->text : ""));
+			REQUIRE_FALSE(result.error.has_value());
+			REQUIRE(result.count > 0); // 0: timed out
+			done.insert(done.end(), entries.begin(), entries.begin() + result.count);
+		}
+		return done;
+	}
+
+	fab::info source;
+	fab::fabric_domain domain;
+	fab::eq events;
+	fab::cq completions;
+	bytes buffer;
+	fab::memory_region buffer_mr;
+	fab::endpoint ep;
+};
+
+struct connected {
+	std::unique_ptr<server> s;
+	std::unique_ptr<client> c;
+};
+
+const bytes hello = pattern(32, 0xa0);
+const bytes welcome = pattern(16, 0x50);
+
+/**
+ * Connects and waits for the answer on a thread of its own, as the client process would: the
+ * tcp provider sends the request only while the client drives progress on its EQ.
+ */
+std::future<std::optional<fab::eq_event>> connect_async(client &c, const bytes &private_data)
+{
+	return std::async(std::launch::async, [&c, private_data] {
+		c.ep.connect(private_data);
+		return c.events.read(patience);
+	});
+}
+
+/** Checks the client's answer to its connection request: present, not an error, `type`. */
+fab::eq_event expect_answer(std::future<std::optional<fab::eq_event>> &answer, std::uint32_t type)
+{
+	std::optional<fab::eq_event> event = answer.get();
+	REQUIRE(event.has_value());
+	INFO("EQ error: " << event->err_text);
+	REQUIRE_FALSE(event->is_error());
+	REQUIRE(event->type == type);
+	return std::move(*event);
+}
+
+/** The client connects with `hello`; the server checks it, posts its receive, accepts. */
+connected connect_pair(const std::string &provider)
+{
+	connected pair;
+	pair.s = std::make_unique<server>(provider);
+	pair.c = std::make_unique<client>(provider, pair.s->listener.name());
+	server &s = *pair.s;
+	client &c = *pair.c;
+	auto answer = connect_async(c, hello);
+
+	fab::eq_event request = expect_event(s.events, FI_CONNREQ);
+	CHECK(request.fid == s.listener.fid());
+	REQUIRE(request.data.size() >= hello.size());
+	CHECK(bytes(request.data.begin(), request.data.begin() + hello.size()) == hello);
+	CHECK(request.data.size() == hello.size());
+	fab::endpoint &conn = s.connection.emplace(s.domain, request.conn_info);
+	conn.bind(s.events);
+	conn.bind(s.completions, FI_TRANSMIT | FI_RECV);
+	conn.enable();
+	s.pool_mr.bind(conn);
+	REQUIRE(conn.recv(s.message.data(), s.message.size(), s.message_mr.desc(),
+	                  &s.recv_context) == fab::post_status::posted);
+	conn.accept(welcome);
+
+	CHECK(expect_event(s.events, FI_CONNECTED).fid == conn.fid());
+	const fab::eq_event connected = expect_answer(answer, FI_CONNECTED);
+	CHECK(connected.fid == c.ep.fid());
+	CHECK(connected.data == welcome);
+	return pair;
+}
+
+/** Posts until the provider takes it; -FI_EAGAIN needs progress, which sread would give. */
+template <typename Post> void post(Post &&op)
+{
+	const auto deadline = std::chrono::steady_clock::now() + patience;
+	while (op() == fab::post_status::again) {
+		REQUIRE(std::chrono::steady_clock::now() < deadline);
+		std::this_thread::sleep_for(1ms);
+	}
+}
+
+} // namespace
+
+TEST_CASE("fabric: parse_int_flag follows PMDK's strtol rules", "[fabric][env]")
+{
+	CHECK(fab::parse_int_flag("1") == 1);
+	CHECK(fab::parse_int_flag("0") == 0);
+	CHECK(fab::parse_int_flag("-3") == -3);
+	CHECK(fab::parse_int_flag("") == std::nullopt);
+	CHECK(fab::parse_int_flag("yes") == std::nullopt);
+	CHECK(fab::parse_int_flag("1x") == std::nullopt);
+	CHECK(fab::parse_int_flag("99999999999") == std::nullopt);
+}
+
+TEST_CASE("fabric: select_provider honours RPMEM_PROVIDER", "[fabric][provider]")
+{
+	const std::string name = GENERATE("tcp", "sockets");
+	const fab::provider_choice choice =
+	    fab::select_provider("127.0.0.1", fake_env({{"RPMEM_PROVIDER", name}}));
+	CHECK(choice.name == name);
+	CHECK(choice.probe.provider == name);
+	CHECK(choice.probe.tx_size > 0);
+	CHECK_THAT(choice.reason, Catch::Contains("RPMEM_PROVIDER=" + name));
+}
+
+TEST_CASE("fabric: select_provider refuses a provider that does not exist", "[fabric][provider]")
+{
+	try {
+		fab::select_provider("127.0.0.1", fake_env({{"RPMEM_PROVIDER", "bogus"}}));
+		FAIL("no error for RPMEM_PROVIDER=bogus");
+	} catch (const rpmem::error &e) {
+		INFO(e.message());
+		CHECK(e.errnum() == ENOMEDIUM);
+		CHECK_THAT(
+		    e.message(),
+		    Catch::StartsWith("no libfabric provider can reach 127.0.0.1: tried bogus"));
+		CHECK_THAT(e.message(), Catch::Contains("RPMEM_PROVIDER=bogus"));
+		CHECK_THAT(e.message(), Catch::Contains("fi_getinfo"));
+	}
+}
+
+TEST_CASE("fabric: select_provider prefers verbs, then tcp, and obeys RPMEM_ENABLE_*",
+          "[fabric][provider]")
+{
+	SECTION("default: verbs where RDMA hardware is, tcp otherwise")
+	{
+		const std::string name = fab::select_provider("127.0.0.1", fake_env({})).name;
+		CHECK((name == "verbs" || name == "tcp"));
+	}
+	SECTION("RPMEM_ENABLE_VERBS=0 removes verbs")
+	{
+		const fab::provider_choice choice =
+		    fab::select_provider("127.0.0.1", fake_env({{"RPMEM_ENABLE_VERBS", "0"}}));
+		CHECK(choice.name == "tcp");
+		CHECK_THAT(choice.reason,
+		           Catch::Contains("verbs: disabled by RPMEM_ENABLE_VERBS=0"));
+	}
+	SECTION("an RPMEM_ENABLE_VERBS that is not an integer removes verbs, as in PMDK")
+	{
+		const fab::provider_choice choice =
+		    fab::select_provider("127.0.0.1", fake_env({{"RPMEM_ENABLE_VERBS", "no"}}));
+		CHECK(choice.name == "tcp");
+		CHECK_THAT(choice.reason,
+		           Catch::Contains("RPMEM_ENABLE_VERBS=no (not an integer)"));
+	}
+	SECTION("an RPMEM_ENABLE_SOCKETS that is not an integer is ignored and noted")
+	{
+		const fab::provider_choice choice = fab::select_provider(
+		    "127.0.0.1",
+		    fake_env({{"RPMEM_ENABLE_VERBS", "0"}, {"RPMEM_ENABLE_SOCKETS", "maybe"}}));
+		CHECK(choice.name == "tcp");
+		CHECK_THAT(choice.reason, Catch::Contains("ignored RPMEM_ENABLE_SOCKETS=maybe"));
+	}
+}
+
+TEST_CASE("fabric: info::query reports what it could not find", "[fabric][info]")
+{
+	try {
+		fab::info::for_connect("127.0.0.1", 9, {.provider = "bogus"});
+		FAIL("no error for provider bogus");
+	} catch (const rpmem::error &e) {
+		CHECK(e.errnum() == ENODATA);
+		CHECK_THAT(e.message(), Catch::Contains("fi_getinfo(node 127.0.0.1, service 9"));
+		CHECK_THAT(e.message(), Catch::Contains("provider bogus"));
+	}
+}
+
+TEST_CASE("fabric: write, send and read over a connected endpoint", "[fabric][data]")
+{
+	const std::string provider = GENERATE("tcp", "sockets");
+	CAPTURE(provider);
+	connected pair = connect_pair(provider);
+	server &s = *pair.s;
+	client &c = *pair.c;
+	cq_worker worker(s.completions);
+
+	const fab::granted g = s.domain.granted();
+	INFO(provider << " server granted: " << g.describe());
+	INFO(provider << " client granted: " << c.domain.granted().describe());
+	CHECK(g.provider == provider);
+	CHECK(c.domain.granted().provider == provider);
+	// The address the peer uses follows from the granted mr_mode, whatever the provider.
+	const std::uint64_t base =
+	    g.virt_addr() ? reinterpret_cast<std::uintptr_t>(s.pool.data()) : 0;
+	CHECK(s.pool_mr.remote_base() == base);
+	const std::uint64_t key = s.pool_mr.key();
+
+	constexpr std::size_t offset = 12345;
+	constexpr std::size_t len = 4096;
+	const bytes data = pattern(len, 7);
+	std::copy(data.begin(), data.end(), c.buffer.begin());
+	const char note[] = "persist!";
+	std::memcpy(c.buffer.data() + 8192, note, sizeof note);
+
+	fi_context write_ctx{}, send_ctx{}, read_ctx{};
+	post([&] {
+		return c.ep.write(c.buffer.data(), len, c.buffer_mr.desc(), {base + offset, key},
+		                  &write_ctx);
+	});
+	if (!g.send_after_write() || !c.domain.granted().send_after_write())
+		c.complete(1); // without FI_ORDER_SAW the send could overtake the write
+	post([&] {
+		return c.ep.send(c.buffer.data() + 8192, sizeof note, c.buffer_mr.desc(),
+		                 &send_ctx);
+	});
+
+	SECTION("the server receives the message after the written bytes landed")
+	{
+		std::optional<completion> got = worker.next();
+		REQUIRE(got.has_value());
+		INFO("server CQ error: " << (got->error ? got->error->text : ""));
+		REQUIRE_FALSE(got->error.has_value());
+		const fab::cq_entry entry = got->entry;
+		CHECK(entry.op_context == &s.recv_context);
+		CHECK((entry.flags & FI_RECV) != 0);
+		CHECK(entry.len == sizeof note);
+		CHECK(std::memcmp(s.message.data(), note, sizeof note) == 0);
+		CHECK(bytes(s.pool.begin() + offset, s.pool.begin() + offset + len) == data);
+		CHECK(s.pool[offset - 1] == 0);
+		CHECK(s.pool[offset + len] == 0);
+
+		const std::size_t transmits = g.send_after_write() ? 2 : 1;
+		for (const fab::cq_entry &done : c.complete(transmits))
+			CHECK((done.op_context == &write_ctx || done.op_context == &send_ctx));
+
+		std::uint8_t *back = c.buffer.data() + 16384;
+		post([&] {
+			return c.ep.read(back, len, c.buffer_mr.desc(), {base + offset, key},
+			                 &read_ctx);
+		});
+		const std::vector<fab::cq_entry> read_done = c.complete(1);
+		CHECK(read_done[0].op_context == &read_ctx);
+		CHECK((read_done[0].flags & FI_READ) != 0);
+		CHECK(bytes(back, back + len) == data);
+	}
+	SECTION("writemsg with the strongest completion the provider offers")
+	{
+		REQUIRE(worker.next().has_value()); // the message sent above
+		c.complete(g.send_after_write() ? 2 : 1);
+
+		const std::uint64_t flags =
+		    FI_COMPLETION | (g.rma_pmem ? FI_COMMIT_COMPLETE : FI_DELIVERY_COMPLETE);
+		const bytes second = pattern(len, 99);
+		std::copy(second.begin(), second.end(), c.buffer.begin());
+		post([&] {
+			return c.ep.writemsg(c.buffer.data(), len, c.buffer_mr.desc(),
+			                     {base + 2 * offset, key}, &write_ctx, flags);
+		});
+		CHECK(c.complete(1)[0].op_context == &write_ctx);
+		// Delivery/commit complete: the bytes are at the target once the write completes.
+		CHECK(bytes(s.pool.begin() + 2 * offset, s.pool.begin() + 2 * offset + len) ==
+		      second);
+	}
+}
+
+TEST_CASE("fabric: a write outside the remote region fails without harm", "[fabric][errors]")
+{
+	const std::string provider = GENERATE("tcp", "sockets");
+	CAPTURE(provider);
+	connected pair = connect_pair(provider);
+	server &s = *pair.s;
+	client &c = *pair.c;
+	cq_worker worker(s.completions);
+
+	const fab::rma_target beyond{s.pool_mr.remote_base() + pool_size - 100, s.pool_mr.key()};
+	fi_context ctx{};
+	try {
+		// Delivery complete: with the default (transmit complete) tcp reports the write
+		// done once it left, and the target's refusal only shows as a later disconnect.
+		post([&] {
+			return c.ep.writemsg(c.buffer.data(), 4096, c.buffer_mr.desc(), beyond,
+			                     &ctx, FI_COMPLETION | FI_DELIVERY_COMPLETE);
+		});
+	} catch (const rpmem::error &e) {
+		SUCCEED("refused when posted: " << e.message());
+		return;
+	}
+	// Bounded: tcp answers within milliseconds; sockets never answers (below).
+	std::array<fab::cq_entry, 1> entry{};
+	const fab::cq_result result = c.completions.sread(entry, 3s);
+	CHECK(result.count == 0); // never reported as written
+	if (result.error) {
+		INFO(provider << ": " << result.error->text);
+		CHECK(result.error->op_context == &ctx);
+		CHECK(result.error->err != 0);
+	} else {
+		// Known sockets behaviour: the target drops the write and tells the initiator
+		// nothing, so only the data path's completion timeout can notice.
+		CHECK(provider == "sockets");
+	}
+	CHECK(std::all_of(s.pool.end() - 100, s.pool.end(), [](std::uint8_t b) { return b == 0; }));
+}
+
+TEST_CASE("fabric: a rejected connection request is refused at the client", "[fabric][connect]")
+{
+	const std::string provider = GENERATE("tcp", "sockets");
+	CAPTURE(provider);
+	server s(provider);
+	client c(provider, s.listener.name());
+	const auto start = std::chrono::steady_clock::now();
+	auto pending = connect_async(c, hello);
+
+	fab::eq_event request = expect_event(s.events, FI_CONNREQ);
+	const bytes refusal = pattern(8, 1);
+	s.listener.reject(request.conn_info, refusal);
+
+	std::optional<fab::eq_event> answer = pending.get();
+	REQUIRE(answer.has_value());
+	INFO(provider << ": " << answer->err_text);
+	CHECK(answer->is_error());
+	CHECK(answer->err == FI_ECONNREFUSED);
+	CHECK(answer->fid == c.ep.fid());
+	CHECK(answer->data == refusal); // the daemon can say why it refused
+	CHECK(std::chrono::steady_clock::now() - start < patience);
+}
+
+TEST_CASE("fabric: EQ and CQ reads time out and signal() wakes a blocked reader", "[fabric][wait]")
+{
+	const std::string provider = GENERATE("tcp", "sockets");
+	CAPTURE(provider);
+	server s(provider);
+
+	CHECK_FALSE(s.events.read(0ms).has_value());
+	CHECK_FALSE(s.events.read(50ms).has_value());
+	std::array<fab::cq_entry, 1> entry{};
+	fab::cq_result idle = s.completions.sread(entry, 50ms);
+	CHECK(idle.count == 0);
+	CHECK_FALSE(idle.error.has_value());
+	CHECK(s.completions.read(entry).count == 0);
+
+	// A wait fd lets a caller put the CQ and EQ into one poll set.
+	fab::cq with_fd(s.domain, {.size = 4, .wait = fab::wait_object::fd});
+	CHECK(with_fd.wait_fd() >= 0);
+	CHECK(with_fd.sread(entry, 20ms).count == 0);
+
+	const auto start = std::chrono::steady_clock::now();
+	std::thread waker([&] {
+		std::this_thread::sleep_for(100ms);
+		s.completions.signal();
+	});
+	fab::cq_result woken = s.completions.sread(entry, patience);
+	waker.join();
+	CHECK(woken.count == 0);
+	CHECK_FALSE(woken.error.has_value());
+	CHECK(std::chrono::steady_clock::now() - start < patience / 2); // woken, not timed out
+}
+
+TEST_CASE("fabric: moving a handle moves ownership", "[fabric][raii]")
+{
+	fab::info source = fab::info::for_listen("127.0.0.1", {.provider = "tcp"});
+	fab::info copy = source.clone();
+	fab::info moved = std::move(source);
+	CHECK_FALSE(source);
+	CHECK(moved.provider() == "tcp");
+
+	fab::fabric_domain first(copy);
+	fab::fabric_domain domain = std::move(first);
+	CHECK(first.domain() == nullptr);
+	fab::eq events(domain);
+	fab::eq other_events = std::move(events);
+	CHECK(events.get() == nullptr);
+	fab::passive_endpoint listener(domain, moved);
+	fab::passive_endpoint other_listener = std::move(listener);
+	other_listener.bind(other_events);
+	other_listener.listen();
+	CHECK(other_listener.name().port != 0);
+	CHECK(other_listener.name().host == "127.0.0.1");
+	bytes memory(4096);
+	fab::memory_region region(domain, memory.data(), memory.size(), FI_REMOTE_READ);
+	fab::memory_region other_region = std::move(region);
+	CHECK(region.get() == nullptr);
+	CHECK(other_region.length() == memory.size());
+	// Destructors of the moved-from handles must not close what the new owners hold.
+}

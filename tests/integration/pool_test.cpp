@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Pool lifecycle through the real sshd and the real rpmemd: create, attributes, close, reopen,
+// set_attr, remove, and the ways it must fail.
+#include "replica_fixture.hpp"
+
+#include "rpmem/error.hpp"
+
+#include <cerrno>
+
+using rpmem::client::remote_pool;
+using namespace rpmem::test;
+namespace ctl = rpmem::control;
+
+namespace {
+
+constexpr std::size_t pool_size = 8 << 20;
+
+/** Same as a but for user_flags, which rpmemd fills with its arch flags when they are zero. */
+void check_same_attr(const ctl::pool_attr &got, const ctl::pool_attr &want)
+{
+	auto a = got, b = want;
+	a.user_flags = {};
+	b.user_flags = {};
+	CHECK(a == b);
+}
+
+int errno_of(const std::function<void()> &f)
+{
+	try {
+		f();
+	} catch (const rpmem::error &e) {
+		UNSCOPED_INFO(e.what());
+		return e.errnum();
+	}
+	return 0;
+}
+
+} // namespace
+
+TEST_CASE("create, close, open, set_attr, open, remove", "[pool]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"16M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+
+	unsigned nlanes = 4;
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+					&nlanes, &attr, node.options());
+	CHECK(nlanes >= 1);
+	CHECK(nlanes <= 4);
+	CHECK(pool->has_headers());
+	CHECK(std::filesystem::exists(node.part("pool.set")));
+	auto mode = std::filesystem::status(node.part("pool.set")).permissions();
+	CHECK((mode & (std::filesystem::perms::group_all | std::filesystem::perms::others_all)) ==
+	      std::filesystem::perms::none);
+	pool->close();
+	pool.reset();
+
+	ctl::pool_attr got;
+	nlanes = 4;
+	pool = remote_pool::open(node.target(), "pool.set", local.data(), local.size(), &nlanes,
+				 &got, node.options());
+	check_same_attr(got, attr);
+	CHECK(!(got.user_flags == ctl::pool_attr{}.user_flags));
+
+	auto attr2 = sample_attr(7);
+	attr2.user_flags = got.user_flags;
+	pool->set_attr(&attr2);
+	pool->close();
+	pool.reset();
+
+	pool = remote_pool::open(node.target(), "pool.set", local.data(), local.size(), &nlanes,
+				 &got, node.options());
+	check_same_attr(got, attr2);
+	pool->close();
+	pool.reset();
+
+	remote_pool::remove(node.target(), "pool.set", 0, node.options());
+	CHECK(!std::filesystem::exists(node.part("pool.set")));
+	CHECK(std::filesystem::exists(node.dir() / "pool.set"));
+	CHECK(node.log_text().find("session start") != std::string::npos);
+}
+
+TEST_CASE("remove with the pool set flag deletes the pool set file too", "[pool]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	unsigned nlanes = 1;
+	auto attr = sample_attr();
+	remote_pool::create(node.target(), "pool.set", local.data(), local.size(), &nlanes, &attr,
+			    node.options())
+		->close();
+	remote_pool::remove(node.target(), "pool.set",
+			    rpmem::client::remove_force | rpmem::client::remove_pool_set,
+			    node.options());
+	CHECK(!std::filesystem::exists(node.part("pool.set")));
+	CHECK(!std::filesystem::exists(node.dir() / "pool.set"));
+	// Removing what is not there: an error without --force.
+	CHECK(errno_of([&] {
+		      remote_pool::remove(node.target(), "pool.set", 0, node.options());
+	      }) != 0);
+}
+
+TEST_CASE("a second open of an open pool is EBUSY and the first is undisturbed", "[pool]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	local_pool other(pool_size);
+	unsigned nlanes = 2;
+	auto attr = sample_attr();
+	auto first = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+					 &nlanes, &attr, node.options());
+	unsigned n2 = 2;
+	CHECK(errno_of([&] {
+		      remote_pool::open(node.target(), "pool.set", other.data(), other.size(), &n2,
+					nullptr, node.options());
+	      }) == EBUSY);
+	std::memset(local.data() + 8192, 0x5a, 4096);
+	first->persist(8192, 4096, 0, 0);
+	first->close();
+}
+
+TEST_CASE("creating an existing pool is EEXIST", "[pool]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	unsigned nlanes = 1;
+	auto attr = sample_attr();
+	remote_pool::create(node.target(), "pool.set", local.data(), local.size(), &nlanes, &attr,
+			    node.options())
+		->close();
+	CHECK(errno_of([&] {
+		      remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+					  &nlanes, &attr, node.options());
+	      }) == EEXIST);
+}
+
+TEST_CASE("descriptors leaving the poolset directory are refused", "[pool][security]")
+{
+	sshd server;
+	replica node(server);
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	for (std::string desc : {"../x.set", "/etc/passwd", "a/../../x.set"}) {
+		unsigned nlanes = 1;
+		INFO(desc);
+		CHECK(errno_of([&] {
+			      remote_pool::create(node.target(), desc, local.data(), local.size(),
+						  &nlanes, &attr, node.options());
+		      }) == EINVAL);
+	}
+	unsigned nlanes = 1;
+	CHECK(errno_of([&] {
+		      remote_pool::open(node.target(), "missing.set", local.data(), local.size(),
+					&nlanes, nullptr, node.options());
+	      }) == ENOENT);
+}
+
+TEST_CASE("a missing rpmemd is an error naming the host and RPMEM_CMD", "[pool]")
+{
+	sshd server;
+	replica node(server);
+	local_pool local(pool_size);
+	auto opts = node.options();
+	opts.command = "/nonexistent/rpmemd";
+	unsigned nlanes = 1;
+	try {
+		remote_pool::create(node.target(), "pool.set", local.data(), local.size(), &nlanes,
+				    nullptr, opts);
+		FAIL("create succeeded without rpmemd");
+	} catch (const rpmem::error &e) {
+		std::string msg = e.message();
+		INFO(msg);
+		CHECK(msg.find(server.address()) != std::string::npos);
+		CHECK(msg.find("RPMEM_CMD") != std::string::npos);
+		CHECK(msg.find("/nonexistent/rpmemd") != std::string::npos);
+	}
+}
+
+TEST_CASE("host keys and client keys are checked through the pool API", "[pool][security]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	unsigned nlanes = 1;
+
+	auto unknown = node.options();
+	unknown.ssh->known_hosts_file = server.make_empty_known_hosts("empty_known_hosts");
+	CHECK(errno_of([&] {
+		      remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+					  &nlanes, &attr, unknown);
+	      }) == ENOKEY);
+
+	auto changed = node.options();
+	changed.ssh->known_hosts_file = server.make_wrong_known_hosts("wrong_known_hosts");
+	CHECK(errno_of([&] {
+		      remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+					  &nlanes, &attr, changed);
+	      }) == EKEYREJECTED);
+
+	auto wrong_key = node.options();
+	wrong_key.ssh->identity_files = {server.make_key("stranger")};
+	CHECK(errno_of([&] {
+		      remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+					  &nlanes, &attr, wrong_key);
+	      }) == EACCES);
+	CHECK(!std::filesystem::exists(node.part("pool.set")));
+}
+
+TEST_CASE("a Host alias from an ssh config file works", "[pool]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	auto opts = node.options();
+	opts.ssh->identity_files.clear();
+	unsigned nlanes = 1;
+	auto pool = remote_pool::create(server.alias(), "pool.set", local.data(), local.size(),
+					&nlanes, &attr, opts);
+	std::memset(local.data() + 4096, 0xab, 4096);
+	pool->persist(4096, 4096, 0, 0);
+	pool->close();
+	auto part = slurp(node.part("pool.set"));
+	CHECK(part.substr(4096, 4096) == std::string(4096, '\xab'));
+}
+
+TEST_CASE("bad arguments are EINVAL and do not poison the handle", "[pool]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	unsigned nlanes = 2;
+	CHECK(errno_of([&] {
+		      remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+					  nullptr, &attr, node.options());
+	      }) == EINVAL);
+	CHECK(errno_of([&] {
+		      remote_pool::create(node.target(), "pool.set", local.data() + 1,
+					  local.size(), &nlanes, &attr, node.options());
+	      }) == EINVAL);
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+					&nlanes, &attr, node.options());
+	CHECK(errno_of([&] { pool->persist(0, 64, 0, 0); }) == EINVAL); // header
+	CHECK(errno_of([&] { pool->persist(4096, 64, nlanes, 0); }) == EINVAL);
+	CHECK(errno_of([&] { pool->persist(local.size() - 8, 64, 0, 0); }) == EINVAL);
+	CHECK(errno_of([&] { pool->persist(4096, SIZE_MAX, 0, 0); }) == EINVAL);
+	CHECK(errno_of([&] { pool->persist(4096, 64, 0, 0x80); }) == EINVAL);
+	CHECK(errno_of([&] { pool->drain(0, 1); }) == EINVAL);
+	std::memset(local.data() + 4096, 0x11, 64);
+	CHECK(errno_of([&] { pool->persist(4096, 64, 0, 0); }) == 0);
+	pool->close();
+}

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A replica node for integration tests: the private sshd, a poolset directory (on ext4 or
+// /dev/shm) with pool set files, and the client options that start the real rpmemd from the
+// build tree over that sshd. Nothing touches ~/.ssh or a system sshd.
+#pragma once
+
+#include "client/remote_pool.hpp"
+#include "support/sshd.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace rpmem::test {
+
+namespace fs = std::filesystem;
+
+inline fs::path make_temp_dir(const fs::path &parent, const std::string &prefix)
+{
+	std::string templ = (parent / (prefix + "XXXXXX")).string();
+	if (!mkdtemp(templ.data()))
+		throw std::runtime_error("mkdtemp " + templ + ": " + std::strerror(errno));
+	return templ;
+}
+
+inline std::string slurp(const fs::path &p)
+{
+	std::ifstream in(p, std::ios::binary);
+	std::stringstream ss;
+	ss << in.rdbuf();
+	return ss.str();
+}
+
+struct replica_options {
+	fs::path parent = "/tmp"; // where the poolset dir lives: /tmp (ext4) or /dev/shm
+	bool apm = false;	  // rpmemd --persist-apm with PMEM_IS_PMEM_FORCE=1
+	bool force_pmem = false;  // PMEM_IS_PMEM_FORCE=1 without APM
+	std::string provider = "tcp";
+};
+
+class replica {
+public:
+	explicit replica(sshd &server, replica_options o = {})
+	    : server_(server), opts_(std::move(o)),
+	      dir_(make_temp_dir(opts_.parent, "rpmem-replica-"))
+	{
+	}
+	~replica()
+	{
+		std::error_code ec;
+		fs::remove_all(dir_, ec);
+	}
+
+	const fs::path &dir() const { return dir_; }
+	fs::path log_file() const { return dir_ / "rpmemd.log"; }
+	std::string log_text() const { return slurp(log_file()); }
+
+	/** Writes a pool set file `name` with parts of the given sizes under dir()/parts. */
+	fs::path write_poolset(const std::string &name, std::vector<std::string> sizes,
+			       const std::string &option = {})
+	{
+		fs::create_directories(dir_ / "parts");
+		std::string text = "PMEMPOOLSET\n";
+		if (!option.empty())
+			text += "OPTION " + option + "\n";
+		for (std::size_t i = 0; i < sizes.size(); ++i)
+			text += fmt::format("{} {}\n", sizes[i],
+					    (dir_ / "parts" / fmt::format("{}.part{}", name, i))
+						    .string());
+		std::ofstream(dir_ / name) << text;
+		return dir_ / name;
+	}
+	fs::path part(const std::string &name, int i = 0) const
+	{
+		return dir_ / "parts" / fmt::format("{}.part{}", name, i);
+	}
+
+	std::string command() const
+	{
+		std::string env;
+		if (opts_.apm || opts_.force_pmem)
+			env = "PMEM_IS_PMEM_FORCE=1 ";
+		if (const char *extra = std::getenv("RPMEM_TEST_DAEMON_ENV"))
+			env += std::string(extra) + " ";
+		return fmt::format("{}{} --poolset-dir={} --log-file={} --log-level=info{}{}", env,
+				   RPMEM_TEST_RPMEMD, dir_.string(), log_file().string(),
+				   opts_.apm ? " --persist-apm" : "",
+				   std::getenv("RPMEM_TEST_DAEMON_ENV") ? " 2>>/tmp/rpmemd.stderr" : "");
+	}
+
+	client::pool_options options() const
+	{
+		client::pool_options o;
+		o.command = command();
+		o.ssh = server_.client_options();
+		client::settings s = client::read_settings([](const char *) -> const char * {
+			return nullptr;
+		});
+		s.providers = opts_.provider;
+		s.op_timeout = std::chrono::milliseconds(5000);
+		o.tuning = s;
+		return o;
+	}
+
+	std::string target() const { return server_.target().str(); }
+	sshd &server() { return server_; }
+
+private:
+	sshd &server_;
+	replica_options opts_;
+	fs::path dir_;
+};
+
+/** Page-aligned anonymous memory standing in for the local pool. */
+class local_pool {
+public:
+	explicit local_pool(std::size_t size) : size_(size)
+	{
+		void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+		if (p == MAP_FAILED)
+			throw std::runtime_error("mmap failed");
+		addr_ = static_cast<std::uint8_t *>(p);
+	}
+	~local_pool() { munmap(addr_, size_); }
+	local_pool(const local_pool &) = delete;
+	local_pool &operator=(const local_pool &) = delete;
+	std::uint8_t *data() const { return addr_; }
+	std::size_t size() const { return size_; }
+	void fill_random(std::uint64_t seed, std::size_t from = 0)
+	{
+		std::mt19937_64 rng(seed);
+		for (std::size_t i = from; i + 8 <= size_; i += 8) {
+			auto v = rng();
+			std::memcpy(addr_ + i, &v, 8);
+		}
+	}
+
+private:
+	std::uint8_t *addr_;
+	std::size_t size_;
+};
+
+/** Attributes like libpmemobj's (signature "PMEMOBJ", major 6) with recognisable UUIDs. */
+inline control::pool_attr sample_attr(std::uint8_t salt = 1)
+{
+	control::pool_attr a;
+	std::memcpy(a.signature.data(), "PMEMOBJ", 7);
+	a.major = 6;
+	a.compat_features = 0x4;
+	a.incompat_features = 0x6;
+	for (int i = 0; i < 16; ++i) {
+		a.poolset_uuid[i] = static_cast<std::uint8_t>(0x10 + i + salt);
+		a.uuid[i] = static_cast<std::uint8_t>(0x20 + i + salt);
+		a.next_uuid[i] = static_cast<std::uint8_t>(0x30 + i + salt);
+		a.prev_uuid[i] = static_cast<std::uint8_t>(0x40 + i + salt);
+	}
+	return a;
+}
+
+} // namespace rpmem::test
