@@ -5,7 +5,8 @@
 #include <cstring>
 #include <exception>
 
-namespace rpmemd {
+namespace rpmemd
+{
 
 using rpmem::lane::op;
 
@@ -26,7 +27,8 @@ void atomic_copy(std::uint8_t *dst, const std::uint8_t *src, std::size_t n) noex
 		*dst++ = *src++;
 }
 
-namespace {
+namespace
+{
 
 bool in_bounds(std::uint64_t offset, std::uint64_t len, std::uint64_t size)
 {
@@ -34,7 +36,7 @@ bool in_bounds(std::uint64_t offset, std::uint64_t len, std::uint64_t size)
 }
 
 int persist_ranges(std::span<const std::uint8_t> payload, std::uint64_t count,
-		   const lane_limits &limits, persist_region &region)
+                   const lane_limits &limits, persist_region &region)
 {
 	if (count > limits.max_ranges || payload.size() != count * rpmem::lane::range_size)
 		return EINVAL;
@@ -54,7 +56,7 @@ int persist_ranges(std::span<const std::uint8_t> payload, std::uint64_t count,
 } // namespace
 
 int execute(std::span<const std::uint8_t> msg, const lane_limits &limits, persist_region &region,
-	    rpmem::lane::request *decoded)
+            rpmem::lane::request *decoded)
 {
 	auto req = rpmem::lane::decode_request(msg);
 	if (!req || msg.size() < rpmem::lane::request_header_size)

@@ -17,7 +17,8 @@
 #include <sstream>
 #include <unistd.h>
 
-namespace {
+namespace
+{
 
 namespace ctl = rpmem::control;
 
@@ -62,7 +63,7 @@ int remove_pool(const rpmemd::config &cfg)
 	} catch (const rpmem::error &e) {
 		rpmemd::log_err("cannot remove {}: {}", *cfg.remove_desc, e.message());
 		std::cerr << "rpmemd: cannot remove " << *cfg.remove_desc << ": " << e.message()
-			  << "\n";
+		          << "\n";
 		return e.errnum() ? e.errnum() : 1;
 	}
 }
@@ -110,7 +111,7 @@ int main(int argc, char **argv)
 	try {
 		if (origin.server_address.empty())
 			throw rpmem::error(EINVAL, "SSH_CONNECTION is not set: rpmemd must be "
-						   "started over ssh by librpmem");
+			                           "started over ssh by librpmem");
 		rpmemd::pool_store store(cfg.poolset_dir);
 		send_hello(io, ctl::status::success, 0, {});
 		return rpmemd::run_session(cfg, store, io, origin.peer, origin.server_address);

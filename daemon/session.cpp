@@ -12,15 +12,18 @@
 #include <cstring>
 #include <optional>
 
-namespace rpmemd {
+namespace rpmemd
+{
 
 namespace ctl = rpmem::control;
 using namespace std::chrono_literals;
 
-namespace {
+namespace
+{
 
 /** The part of the pool the client registered, as the lane executor sees it. */
-class pool_region final : public persist_region {
+class pool_region final : public persist_region
+{
 public:
 	pool_region(pool &p, std::uint64_t size) : pool_(p), size_(size) {}
 	std::uint8_t *base() override { return static_cast<std::uint8_t *>(pool_.base()); }
@@ -41,10 +44,11 @@ const char *method_name(ctl::persist_method m)
 	return m == ctl::persist_method::apm ? "APM" : "GPSPM";
 }
 
-class session {
+class session
+{
 public:
 	session(const config &cfg, pool_store &store, rpmem::byte_stream &io, std::string peer,
-		std::string address)
+	        std::string address)
 	    : cfg_(cfg), store_(store), io_(io), peer_(std::move(peer)),
 	      address_(std::move(address)), started_(std::chrono::steady_clock::now())
 	{
@@ -68,7 +72,7 @@ public:
 		} catch (const rpmem::error &e) {
 			if (e.errnum() == ECONNRESET || e.errnum() == EPIPE) {
 				log_warn("{}: control channel closed by the client ({})", peer_,
-					 e.message());
+				         e.message());
 				return finish(exit_peer_gone);
 			}
 			log_err("{}: {}", peer_, e.what());
@@ -87,24 +91,26 @@ private:
 		for (;;) {
 			try {
 				return ctl::receive(io_, pool_ && timeout.count() > 0
-								 ? timeout
-								 : std::chrono::milliseconds(-1));
+				                             ? timeout
+				                             : std::chrono::milliseconds(-1));
 			} catch (const rpmem::error &e) {
 				if (e.errnum() != ETIMEDOUT)
 					throw;
 			}
 			if (target_ && target_->failed()) {
 				log_err("{}: fabric connection lost and the control channel is "
-					"silent: closing the session",
-					peer_);
+				        "silent: closing the session",
+				        peer_);
 				return std::nullopt;
 			}
-			auto idle = std::chrono::steady_clock::now().time_since_epoch() -
-				    std::chrono::nanoseconds(target_ ? target_->last_activity() : 0);
+			auto idle =
+			    std::chrono::steady_clock::now().time_since_epoch() -
+			    std::chrono::nanoseconds(target_ ? target_->last_activity() : 0);
 			if (!target_ || idle > timeout) {
-				log_err("{}: client silent for more than {} ms (no control message, "
-					"no fabric request): closing the session",
-					peer_, timeout.count());
+				log_err(
+				    "{}: client silent for more than {} ms (no control message, "
+				    "no fabric request): closing the session",
+				    peer_, timeout.count());
 				return std::nullopt;
 			}
 		}
@@ -129,8 +135,8 @@ private:
 			return close(ctl::decode<ctl::close_request>(msg));
 		default:
 			throw ctl::protocol_error(fmt::format("unexpected message type {} from the "
-							      "client",
-							      static_cast<unsigned>(msg.type)));
+			                                      "client",
+			                                      static_cast<unsigned>(msg.type)));
 		}
 	}
 
@@ -141,18 +147,19 @@ private:
 		auto resp_type = create ? ctl::msg_type::create_resp : ctl::msg_type::open_resp;
 		ctl::pool_response resp;
 		if (pool_) {
-			reply_error(resp_type, ctl::status::fatal, EALREADY,
-				    fmt::format("a pool ({}) is already open in this session: close "
-						"it first",
-						pool_->descriptor()));
+			reply_error(
+			    resp_type, ctl::status::fatal, EALREADY,
+			    fmt::format("a pool ({}) is already open in this session: close "
+			                "it first",
+			                pool_->descriptor()));
 			return std::nullopt;
 		}
 		if (req.major != ctl::proto_major) {
 			reply_error(resp_type, ctl::status::badproto, EPROTONOSUPPORT,
-				    fmt::format("protocol version {}.{} is not supported by rpmemd "
-						"{} (speaks {}.{}): install matching versions",
-						req.major, req.minor, RPMEMD_VERSION,
-						ctl::proto_major, ctl::proto_minor));
+			            fmt::format("protocol version {}.{} is not supported by rpmemd "
+			                        "{} (speaks {}.{}): install matching versions",
+			                        req.major, req.minor, RPMEMD_VERSION,
+			                        ctl::proto_major, ctl::proto_minor));
 			return exit_ok;
 		}
 		try {
@@ -164,23 +171,23 @@ private:
 			}
 			region_ = std::make_unique<pool_region>(*pool_, req.pool_size);
 			method_ = cfg_.persist_apm && pool_->is_pmem() ? ctl::persist_method::apm
-								       : ctl::persist_method::gpspm;
+			                                               : ctl::persist_method::gpspm;
 			target_ = start_target({address_, req.provider, region_.get(), req.nlanes,
-						method_, cfg_.nthreads});
+			                        method_, cfg_.nthreads});
 		} catch (const store_error &e) {
 			log_err("{}: {} {}: {}", peer_, create ? "create" : "open", req.descriptor,
-				e.message());
+			        e.message());
 			teardown(true);
 			reply_error(resp_type, e.status(), e.errnum(), e.message());
 			return exit_ok;
 		} catch (const rpmem::error &e) {
 			log_err("{}: {} {}: {}", peer_, create ? "create" : "open", req.descriptor,
-				e.message());
+			        e.message());
 			teardown(true);
 			reply_error(resp_type,
-				    e.errnum() == ENOMEDIUM ? ctl::status::provnosup
-							    : ctl::status::fatal_conn,
-				    e.errnum(), e.message());
+			            e.errnum() == ENOMEDIUM ? ctl::status::provnosup
+			                                    : ctl::status::fatal_conn,
+			            e.errnum(), e.message());
 			return exit_ok;
 		}
 		resp.fabric = target_->params();
@@ -191,10 +198,10 @@ private:
 		ctl::send(io_, ctl::encode(resp, resp_type));
 		descriptor_ = req.descriptor;
 		log_notice("{}: session start: {} pool {} ({} bytes), {} lanes over {} "
-			   "connection(s), provider {}, {}, {}",
-			   peer_, create ? "created" : "opened", req.descriptor, req.pool_size,
-			   resp.fabric.nlanes, resp.fabric.nendpoints, resp.fabric.provider,
-			   method_name(method_), pool_->is_pmem() ? "pmem" : "msync");
+		           "connection(s), provider {}, {}, {}",
+		           peer_, create ? "created" : "opened", req.descriptor, req.pool_size,
+		           resp.fabric.nlanes, resp.fabric.nendpoints, resp.fabric.provider,
+		           method_name(method_), pool_->is_pmem() ? "pmem" : "msync");
 		return std::nullopt;
 	}
 
@@ -203,16 +210,16 @@ private:
 		ctl::status_response resp;
 		if (!pool_) {
 			resp = {ctl::status::fatal, EINVAL,
-				"set_attr before create or open: no pool is open in this session"};
+			        "set_attr before create or open: no pool is open in this session"};
 		} else {
 			try {
 				pool_->set_attr(req.attr);
 			} catch (const store_error &e) {
 				resp = {e.status(), static_cast<std::uint32_t>(e.errnum()),
-					e.message()};
+				        e.message()};
 			} catch (const rpmem::error &e) {
 				resp = {ctl::status::fatal, static_cast<std::uint32_t>(e.errnum()),
-					e.message()};
+				        e.message()};
 			}
 		}
 		if (resp.st != ctl::status::success)
@@ -261,11 +268,11 @@ private:
 		if (target_) {
 			target_->stop();
 			auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-								  started_)
-					.count();
+			                                          started_)
+			                .count();
 			log_notice("{}: session end: pool {}, {} requests, {} bytes persisted, "
-				   "{:.3f} s",
-				   peer_, descriptor_, target_->requests(), target_->bytes(), secs);
+			           "{:.3f} s",
+			           peer_, descriptor_, target_->requests(), target_->bytes(), secs);
 			target_.reset();
 		}
 		region_.reset();
@@ -278,7 +285,7 @@ private:
 			try {
 				store_.remove(desc, true, false);
 				log_notice("{}: removed pool {} created in this session", peer_,
-					   desc);
+				           desc);
 			} catch (const std::exception &e) {
 				log_err("{}: could not remove pool {}: {}", peer_, desc, e.what());
 			}
@@ -302,7 +309,7 @@ private:
 } // namespace
 
 int run_session(const config &cfg, pool_store &store, rpmem::byte_stream &io,
-		const std::string &peer, const std::string &listen_address)
+                const std::string &peer, const std::string &listen_address)
 {
 	session s(cfg, store, io, peer, listen_address);
 	return s.run();

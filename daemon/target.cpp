@@ -29,13 +29,15 @@
 #include <unistd.h>
 #include <vector>
 
-namespace rpmemd {
+namespace rpmemd
+{
 
 namespace ctl = rpmem::control;
 namespace fab = rpmem::fabric;
 using namespace std::chrono_literals;
 
-namespace {
+namespace
+{
 
 inline constexpr std::uint32_t max_lanes = 65536;
 inline constexpr std::uint32_t max_endpoints = 16;
@@ -46,8 +48,8 @@ inline constexpr auto accept_timeout = 30s;
 std::int64_t now_ns()
 {
 	return std::chrono::duration_cast<std::chrono::nanoseconds>(
-		       std::chrono::steady_clock::now().time_since_epoch())
-		.count();
+	           std::chrono::steady_clock::now().time_since_epoch())
+	    .count();
 }
 
 /** Context of one posted receive: which connection and which buffer slot. */
@@ -92,8 +94,8 @@ fab::info listen_info(const std::string &address, const std::string &providers)
 		}
 	}
 	throw rpmem::error(ENOMEDIUM, fmt::format("no libfabric provider of the client's list "
-						  "({}) can listen on {}: {}",
-						  providers, address, tried));
+	                                          "({}) can listen on {}: {}",
+	                                          providers, address, tried));
 }
 
 unsigned cpu_count()
@@ -102,7 +104,8 @@ unsigned cpu_count()
 	return n > 0 ? static_cast<unsigned>(n) : 1;
 }
 
-class fabric_target final : public target {
+class fabric_target final : public target
+{
 public:
 	explicit fabric_target(const target_params &p) : region_(*p.region)
 	{
@@ -110,7 +113,7 @@ public:
 		std::uint32_t cores = cpu_count();
 		nendpoints_ = std::min({nlanes_, max_endpoints, std::max<std::uint32_t>(cores, 2)});
 		nworkers_ = p.nthreads ? std::min<unsigned>(p.nthreads, nendpoints_)
-				       : std::min<unsigned>(nendpoints_, cores);
+		                       : std::min<unsigned>(nendpoints_, cores);
 		std::uint32_t lanes_per_ep = (nlanes_ + nendpoints_ - 1) / nendpoints_;
 		queue_depth_ = std::min(lanes_per_ep, max_queue_depth);
 
@@ -120,34 +123,34 @@ public:
 		domain_ = std::make_unique<fab::fabric_domain>(fi);
 		const auto &g = domain_->granted();
 		if (g.rx_size)
-			queue_depth_ = std::min<std::uint32_t>(queue_depth_,
-							       static_cast<std::uint32_t>(g.rx_size));
+			queue_depth_ = std::min<std::uint32_t>(
+			    queue_depth_, static_cast<std::uint32_t>(g.rx_size));
 		if (g.inject_size < rpmem::lane::response_size)
-			throw rpmem::error(ENOTSUP, fmt::format("provider {} cannot inject a {}-byte "
-								"response (inject_size {})",
-								g.provider, rpmem::lane::response_size,
-								g.inject_size));
+			throw rpmem::error(ENOTSUP,
+			                   fmt::format("provider {} cannot inject a {}-byte "
+			                               "response (inject_size {})",
+			                               g.provider, rpmem::lane::response_size,
+			                               g.inject_size));
 		inline_max_ = std::min<std::uint32_t>(
-			default_inline_max,
-			static_cast<std::uint32_t>(std::min<std::size_t>(
-				g.max_msg_size - rpmem::lane::request_header_size, UINT32_MAX)));
+		    default_inline_max,
+		    static_cast<std::uint32_t>(std::min<std::size_t>(
+		        g.max_msg_size - rpmem::lane::request_header_size, UINT32_MAX)));
 		slot_size_ = rpmem::lane::request_header_size + inline_max_;
 		limits_ = {nlanes_, inline_max_,
-			   static_cast<std::uint32_t>(inline_max_ / rpmem::lane::range_size)};
+		           static_cast<std::uint32_t>(inline_max_ / rpmem::lane::range_size)};
 
 		eq_ = std::make_unique<fab::eq>(*domain_);
 		pep_ = std::make_unique<fab::passive_endpoint>(*domain_, fi);
 		pep_->bind(*eq_);
-		pool_mr_ = std::make_unique<fab::memory_region>(*domain_, region_.base(),
-								region_.size(),
-								FI_REMOTE_READ | FI_REMOTE_WRITE);
+		pool_mr_ = std::make_unique<fab::memory_region>(
+		    *domain_, region_.base(), region_.size(), FI_REMOTE_READ | FI_REMOTE_WRITE);
 		for (unsigned w = 0; w < nworkers_; ++w)
 			cqs_.push_back(std::make_unique<fab::cq>(
-				*domain_, fab::cq_options{queue_depth_ * nendpoints_ * 2,
-							  fab::wait_object::unspec}));
+			    *domain_, fab::cq_options{queue_depth_ * nendpoints_ * 2,
+			                              fab::wait_object::unspec}));
 		buffers_.resize(std::size_t(nendpoints_) * queue_depth_ * slot_size_);
 		recv_mr_ = std::make_unique<fab::memory_region>(*domain_, buffers_.data(),
-								buffers_.size(), FI_RECV);
+		                                                buffers_.size(), FI_RECV);
 		for (std::uint32_t i = 0; i < nendpoints_; ++i) {
 			conns_.push_back(std::make_unique<connection>());
 			conns_.back()->index = i;
@@ -155,7 +158,8 @@ public:
 		}
 		if (getrandom(params_.secret.data(), params_.secret.size(), 0) !=
 		    static_cast<ssize_t>(params_.secret.size()))
-			throw rpmem::error(errno, "getrandom failed: cannot make the session secret");
+			throw rpmem::error(errno,
+			                   "getrandom failed: cannot make the session secret");
 		pep_->listen();
 
 		auto name = pep_->name();
@@ -171,9 +175,9 @@ public:
 		params_.queue_depth = queue_depth_;
 		params_.method = p.method;
 		log_info("fabric target on {}:{}: {}; {} lanes, {} connections, queue depth {}, "
-			 "{} workers",
-			 p.address, name.port, g.describe(), nlanes_, nendpoints_, queue_depth_,
-			 nworkers_);
+		         "{} workers",
+		         p.address, name.port, g.describe(), nlanes_, nendpoints_, queue_depth_,
+		         nworkers_);
 
 		accept_thread_ = std::thread([this] { accept_loop(); });
 		for (unsigned w = 0; w < nworkers_; ++w)
@@ -228,10 +232,12 @@ private:
 				return;
 			}
 			if (!ev) {
-				if (!all_connected_ && std::chrono::steady_clock::now() > deadline) {
-					log_err("the client did not connect all {} fabric connections "
-						"within {} s",
-						nendpoints_, accept_timeout.count());
+				if (!all_connected_ &&
+				    std::chrono::steady_clock::now() > deadline) {
+					log_err(
+					    "the client did not connect all {} fabric connections "
+					    "within {} s",
+					    nendpoints_, accept_timeout.count());
 					failed_ = true;
 					return;
 				}
@@ -268,16 +274,15 @@ private:
 					all_connected_ = true;
 					last_activity_ = now_ns();
 					log_info("all {} fabric connections established",
-						 nendpoints_);
+					         nendpoints_);
 				}
 			}
 			break;
 		case FI_SHUTDOWN:
 			if (auto *c = find(ev.fid)) {
-				c->closed = true;
-				if (!stop_)
+				if (!c->closed.exchange(true) && !stop_)
 					log_warn("fabric connection {} closed by the client",
-						 c->index);
+					         c->index);
 				failed_ = true;
 			}
 			break;
@@ -292,16 +297,17 @@ private:
 		std::string why;
 		rpmem::lane::conn_data cd{};
 		if (ev.data.size() < rpmem::lane::conn_data_size) {
-			why = fmt::format("{} bytes of connection data instead of {}", ev.data.size(),
-					  rpmem::lane::conn_data_size);
+			why = fmt::format("{} bytes of connection data instead of {}",
+			                  ev.data.size(), rpmem::lane::conn_data_size);
 		} else {
 			std::memcpy(cd.secret, ev.data.data(), sizeof(cd.secret));
 			rpmem::wire::reader rd(
-				std::span<const std::uint8_t>(ev.data.data() + 32, 4));
+			    std::span<const std::uint8_t>(ev.data.data() + 32, 4));
 			cd.endpoint = rd.u32();
 			unsigned char diff = 0; // constant time: no timing oracle on the secret
 			for (std::size_t i = 0; i < sizeof(cd.secret); ++i)
-				diff |= static_cast<unsigned char>(cd.secret[i] ^ params_.secret[i]);
+				diff |=
+				    static_cast<unsigned char>(cd.secret[i] ^ params_.secret[i]);
 			if (diff)
 				why = "wrong session secret";
 			else if (cd.endpoint >= nendpoints_)
@@ -336,7 +342,7 @@ private:
 			c.ep->accept({});
 		} catch (const rpmem::error &e) {
 			log_err("accepting fabric connection {} failed: {}", cd.endpoint,
-				e.message());
+			        e.message());
 			failed_ = true;
 		}
 		// A refused connection must not leave a half-made endpoint behind.
@@ -346,14 +352,13 @@ private:
 
 	std::uint8_t *slot_buffer(const connection &c, std::uint32_t slot)
 	{
-		return buffers_.data() +
-		       (std::size_t(c.index) * queue_depth_ + slot) * slot_size_;
+		return buffers_.data() + (std::size_t(c.index) * queue_depth_ + slot) * slot_size_;
 	}
 
 	void post_recv(fab::endpoint &ep, connection &c, std::uint32_t slot)
 	{
 		while (ep.recv(slot_buffer(c, slot), slot_size_, recv_mr_->desc(),
-			       &c.slots[slot]) == fab::post_status::again)
+		               &c.slots[slot]) == fab::post_status::again)
 			std::this_thread::yield();
 	}
 
@@ -384,9 +389,10 @@ private:
 		if (stop_)
 			return;
 		auto *slot = static_cast<recv_slot *>(e.op_context);
-		if (slot && slot->conn->closed)
-			return;
-		log_warn("fabric completion error: {}", e.text);
+		if (slot && slot->conn->closed.exchange(true))
+			return; // one line per connection, not one per posted receive
+		log_warn("fabric connection {}: completion error: {}", slot ? slot->conn->index : 0,
+		         e.text);
 		failed_ = true;
 	}
 
@@ -398,7 +404,8 @@ private:
 		auto &c = *slot->conn;
 		auto *ep = c.live.load(std::memory_order_acquire);
 		auto *buf = slot_buffer(c, slot->index);
-		std::span<const std::uint8_t> msg(buf, std::min<std::size_t>(entry.len, slot_size_));
+		std::span<const std::uint8_t> msg(buf,
+		                                  std::min<std::size_t>(entry.len, slot_size_));
 		rpmem::lane::request req;
 		int err = execute(msg, limits_, region_, &req);
 		requests_.fetch_add(1, std::memory_order_relaxed);
@@ -408,8 +415,8 @@ private:
 		if (err == EPROTO) {
 			// Not a lane request at all: this peer cannot be trusted any more.
 			log_err("connection {}: a {}-byte message that is not a lane request: "
-				"closing the connection",
-				c.index, entry.len);
+			        "closing the connection",
+			        c.index, entry.len);
 			c.closed = true;
 			failed_ = true;
 			try {
@@ -419,21 +426,22 @@ private:
 			return;
 		}
 		if (err)
-			log_warn("connection {}: lane {} request refused: {} (offset {}, length {})",
-				 c.index, req.lane, std::strerror(err), req.offset, req.length);
+			log_warn(
+			    "connection {}: lane {} request refused: {} (offset {}, length {})",
+			    c.index, req.lane, std::strerror(err), req.offset, req.length);
 		// Re-post before answering: the client may send again as soon as it sees the reply.
 		post_recv(*ep, c, slot->index);
 		std::uint8_t resp[rpmem::lane::response_size];
-		rpmem::lane::encode(rpmem::lane::response{req.lane, static_cast<std::uint32_t>(err),
-							  req.cookie},
-				    resp);
+		rpmem::lane::encode(
+		    rpmem::lane::response{req.lane, static_cast<std::uint32_t>(err), req.cookie},
+		    resp);
 		for (;;) {
 			ssize_t ret = fi_inject(ep->get(), resp, sizeof(resp), 0);
 			if (ret == 0)
 				break;
 			if (ret != -FI_EAGAIN) {
 				log_err("connection {}: sending a response failed: {}", c.index,
-					fi_strerror(static_cast<int>(-ret)));
+				        fi_strerror(static_cast<int>(-ret)));
 				failed_ = true;
 				return;
 			}

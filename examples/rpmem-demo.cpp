@@ -15,7 +15,8 @@
 #include <sys/mman.h>
 #include <vector>
 
-namespace {
+namespace
+{
 
 using clock_type = std::chrono::steady_clock;
 namespace ctl = rpmem::control;
@@ -30,7 +31,7 @@ std::string uuid_text(const std::array<std::uint8_t, 16> &u)
 	std::string s;
 	for (std::size_t i = 0; i < u.size(); ++i)
 		s += fmt::format("{}{:02x}", (i == 4 || i == 6 || i == 8 || i == 10) ? "-" : "",
-				 u[i]);
+		                 u[i]);
 	return s;
 }
 
@@ -62,13 +63,13 @@ int main(int argc, char **argv)
 
 		auto t = clock_type::now();
 		unsigned nlanes = 8;
-		auto pool = rpmem::client::remote_pool::create(target, desc, local, size, &nlanes,
-								&attr);
+		auto pool =
+		    rpmem::client::remote_pool::create(target, desc, local, size, &nlanes, &attr);
 		fmt::print("created   {} on {} in {:.1f} ms: {} lanes over {} connection(s), "
-			   "provider {}, {}\n",
-			   desc, target, ms_since(t), nlanes, pool->fabric().nendpoints,
-			   pool->fabric().provider,
-			   pool->method() == ctl::persist_method::apm ? "APM" : "GPSPM");
+		           "provider {}, {}\n",
+		           desc, target, ms_since(t), nlanes, pool->fabric().nendpoints,
+		           pool->fabric().provider,
+		           pool->method() == ctl::persist_method::apm ? "APM" : "GPSPM");
 
 		// Replicate 16 MiB of data in 1 MiB persists, and one small inline persist.
 		for (std::size_t i = 4096; i < size; i += 8)
@@ -81,8 +82,8 @@ int main(int argc, char **argv)
 			bytes += chunk;
 		}
 		double secs = ms_since(t) / 1000;
-		fmt::print("persisted {} MiB in {:.1f} ms ({:.0f} MiB/s)\n", bytes >> 20, secs * 1000,
-			   double(bytes >> 20) / secs);
+		fmt::print("persisted {} MiB in {:.1f} ms ({:.0f} MiB/s)\n", bytes >> 20,
+		           secs * 1000, double(bytes >> 20) / secs);
 		std::strcpy(reinterpret_cast<char *>(local + 4096), "hello from rpmem");
 		t = clock_type::now();
 		pool->persist(4096, 64, 1 % nlanes, 0);
@@ -97,14 +98,14 @@ int main(int argc, char **argv)
 		t = clock_type::now();
 		pool = rpmem::client::remote_pool::open(target, desc, local, size, &nlanes, &got);
 		fmt::print("reopened  in {:.1f} ms: signature '{}', poolset uuid {}\n", ms_since(t),
-			   std::string(got.signature.data(), 8), uuid_text(got.poolset_uuid));
+		           std::string(got.signature.data(), 8), uuid_text(got.poolset_uuid));
 		if (std::memcmp(got.signature.data(), attr.signature.data(), 8) != 0 ||
 		    got.poolset_uuid != attr.poolset_uuid)
 			throw rpmem::error(EINVAL, "attributes changed between create and open");
 		t = clock_type::now();
 		pool->read(local + 4096, 4096, (16 << 20), 0);
 		fmt::print("read back {} MiB in {:.1f} ms: \"{}\"\n", 16, ms_since(t),
-			   reinterpret_cast<const char *>(local + 4096));
+		           reinterpret_cast<const char *>(local + 4096));
 		if (std::memcmp(local + 4096, copy.data() + 4096, 16 << 20) != 0)
 			throw rpmem::error(EIO, "the replica does not hold what was persisted");
 		fmt::print("verified  the replica holds every persisted byte\n");

@@ -6,9 +6,11 @@
 #include <string>
 #include <system_error>
 
-namespace rpmem {
+namespace rpmem
+{
 
-class error : public std::system_error {
+class error : public std::system_error
+{
 public:
 	error(int errnum, const std::string &message)
 	    : std::system_error(errnum, std::generic_category(), message), message_(message)

@@ -9,11 +9,13 @@
 
 #include <cerrno>
 
-namespace rpmem::client {
+namespace rpmem::client
+{
 
 namespace ctl = rpmem::control;
 
-namespace {
+namespace
+{
 
 /** The remote's stderr, trimmed to its last meaningful line(s). */
 std::string remote_said(ssh::session &s)
@@ -42,7 +44,7 @@ std::string shell_quote(const std::string &word)
 } // namespace
 
 control_session::control_session(const std::string &target, const std::string &command,
-				 const ssh::options &ssh_opts, std::chrono::milliseconds timeout)
+                                 const ssh::options &ssh_opts, std::chrono::milliseconds timeout)
     : target_(target), command_(command), timeout_(timeout)
 {
 	auto t = ssh::parse_target(target);
@@ -53,36 +55,36 @@ control_session::control_session(const std::string &target, const std::string &c
 		h = ctl::expect<ctl::hello>(*ssh_, ctl::msg_type::hello, timeout_);
 	} catch (const ctl::protocol_error &e) {
 		throw rpmem::error(EPROTO,
-				   fmt::format("{}: '{}' did not answer like rpmemd ({}): check "
-					       "RPMEM_CMD points to rpmemd",
-					       host_, command_, e.message()));
+		                   fmt::format("{}: '{}' did not answer like rpmemd ({}): check "
+		                               "RPMEM_CMD points to rpmemd",
+		                               host_, command_, e.message()));
 	} catch (const rpmem::error &e) {
 		std::string said = remote_said(*ssh_);
 		int status = ssh_->wait_exit(std::chrono::milliseconds(500));
 		if (status == 127 || said.find("not found") != std::string::npos ||
 		    said.find("No such file") != std::string::npos)
-			throw rpmem::error(ENOENT,
-					   fmt::format("{}: cannot start rpmemd: '{}' was not found "
-						       "({}): install rpmemd on {} or set RPMEM_CMD "
-						       "to its path",
-						       host_, command_, said, host_));
+			throw rpmem::error(
+			    ENOENT, fmt::format("{}: cannot start rpmemd: '{}' was not found "
+			                        "({}): install rpmemd on {} or set RPMEM_CMD "
+			                        "to its path",
+			                        host_, command_, said, host_));
 		if (e.errnum() == ETIMEDOUT)
 			throw rpmem::error(ETIMEDOUT,
-					   fmt::format("{}: rpmemd ('{}') did not answer within "
-						       "{} ms{}{}",
-						       host_, command_, timeout_.count(),
-						       said.empty() ? "" : ": ", said));
+			                   fmt::format("{}: rpmemd ('{}') did not answer within "
+			                               "{} ms{}{}",
+			                               host_, command_, timeout_.count(),
+			                               said.empty() ? "" : ": ", said));
 		throw rpmem::error(ECONNRESET,
-				   fmt::format("{}: rpmemd ('{}') exited before it answered "
-					       "(exit status {}){}{}",
-					       host_, command_, status, said.empty() ? "" : ": ",
-					       said));
+		                   fmt::format("{}: rpmemd ('{}') exited before it answered "
+		                               "(exit status {}){}{}",
+		                               host_, command_, status, said.empty() ? "" : ": ",
+		                               said));
 	}
 	if (h.st != ctl::status::success) {
 		int err = h.err ? static_cast<int>(h.err) : ctl::status_errno(h.st);
-		throw rpmem::error(err, fmt::format("{}: rpmemd failed to start: {}", host_,
-						    h.message.empty() ? ctl::status_text(h.st)
-								      : h.message));
+		throw rpmem::error(
+		    err, fmt::format("{}: rpmemd failed to start: {}", host_,
+		                     h.message.empty() ? ctl::status_text(h.st) : h.message));
 	}
 }
 
@@ -93,11 +95,10 @@ void control_session::fail_transport(const rpmem::error &e, const char *what)
 	std::string said = ssh_ ? remote_said(*ssh_) : std::string();
 	int err = e.errnum() == ETIMEDOUT ? ETIMEDOUT : e.errnum() == EPROTO ? EPROTO : ECONNRESET;
 	throw rpmem::error(err, fmt::format("{}: {} failed: {}{}{}", host_, what, e.message(),
-					    said.empty() ? "" : "; rpmemd said: ", said));
+	                                    said.empty() ? "" : "; rpmemd said: ", said));
 }
 
-ctl::message control_session::exchange(const std::vector<std::uint8_t> &frame,
-				       ctl::msg_type expect)
+ctl::message control_session::exchange(const std::vector<std::uint8_t> &frame, ctl::msg_type expect)
 {
 	std::lock_guard lock(mutex_);
 	try {
@@ -123,10 +124,10 @@ ctl::pool_response control_session::request_pool(const ctl::pool_request &req, b
 	}
 	if (resp.st != ctl::status::success)
 		throw rpmem::error(ctl::status_errno(resp.st),
-				   fmt::format("{}: {} of pool set '{}' failed: {}{}{}", host_,
-					       create ? "create" : "open", req.descriptor,
-					       ctl::status_text(resp.st),
-					       resp.message.empty() ? "" : ": ", resp.message));
+		                   fmt::format("{}: {} of pool set '{}' failed: {}{}{}", host_,
+		                               create ? "create" : "open", req.descriptor,
+		                               ctl::status_text(resp.st),
+		                               resp.message.empty() ? "" : ": ", resp.message));
 	return resp;
 }
 
@@ -136,9 +137,9 @@ void control_session::set_attr(const std::optional<ctl::pool_attr> &attr)
 	auto resp = ctl::decode<ctl::status_response>(m);
 	if (resp.st != ctl::status::success)
 		throw rpmem::error(ctl::status_errno(resp.st),
-				   fmt::format("{}: set_attr failed: {}{}{}", host_,
-					       ctl::status_text(resp.st),
-					       resp.message.empty() ? "" : ": ", resp.message));
+		                   fmt::format("{}: set_attr failed: {}{}{}", host_,
+		                               ctl::status_text(resp.st),
+		                               resp.message.empty() ? "" : ": ", resp.message));
 }
 
 void control_session::close(std::uint32_t flags)
@@ -149,9 +150,9 @@ void control_session::close(std::uint32_t flags)
 	ssh_->wait_exit(std::chrono::milliseconds(2000));
 	if (resp.st != ctl::status::success)
 		throw rpmem::error(ctl::status_errno(resp.st),
-				   fmt::format("{}: close failed: {}{}{}", host_,
-					       ctl::status_text(resp.st),
-					       resp.message.empty() ? "" : ": ", resp.message));
+		                   fmt::format("{}: close failed: {}{}{}", host_,
+		                               ctl::status_text(resp.st),
+		                               resp.message.empty() ? "" : ": ", resp.message));
 }
 
 void control_session::ping()
@@ -160,13 +161,13 @@ void control_session::ping()
 	auto m = exchange(ctl::encode(ctl::ping{cookie}), ctl::msg_type::pong);
 	if (ctl::decode<ctl::pong>(m).cookie != cookie)
 		throw rpmem::error(EPROTO, fmt::format("{}: rpmemd answered a ping with a wrong "
-						       "cookie",
-						       host_));
+		                                       "cookie",
+		                                       host_));
 }
 
 void remove_remote(const std::string &target, const std::string &descriptor, int flags,
-		   const std::string &command, const ssh::options &ssh_opts,
-		   std::chrono::milliseconds timeout)
+                   const std::string &command, const ssh::options &ssh_opts,
+                   std::chrono::milliseconds timeout)
 {
 	auto t = ssh::parse_target(target);
 	std::string cmd = command + " --remove " + shell_quote(descriptor);
@@ -180,10 +181,10 @@ void remove_remote(const std::string &target, const std::string &descriptor, int
 	if (status != 0) {
 		std::string said = remote_said(*s);
 		throw rpmem::error(status > 0 ? status : ECONNRESET,
-				   fmt::format("{}: removing pool set '{}' failed (rpmemd exit "
-					       "status {}){}{}",
-					       t.host, descriptor, status, said.empty() ? "" : ": ",
-					       said));
+		                   fmt::format("{}: removing pool set '{}' failed (rpmemd exit "
+		                               "status {}){}{}",
+		                               t.host, descriptor, status, said.empty() ? "" : ": ",
+		                               said));
 	}
 }
 

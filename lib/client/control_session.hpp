@@ -14,13 +14,15 @@
 #include <optional>
 #include <string>
 
-namespace rpmem::client {
+namespace rpmem::client
+{
 
-class control_session {
+class control_session
+{
 public:
 	/** Starts `command` on `target` ([user@]host[:port]) and reads rpmemd's hello. */
 	control_session(const std::string &target, const std::string &command,
-			const ssh::options &ssh_opts, std::chrono::milliseconds timeout);
+	                const ssh::options &ssh_opts, std::chrono::milliseconds timeout);
 	~control_session();
 
 	control_session(const control_session &) = delete;
@@ -52,7 +54,7 @@ private:
 
 /** Runs `rpmemd --remove` on the target (PMDK's rpmem_remove). */
 void remove_remote(const std::string &target, const std::string &descriptor, int flags,
-		   const std::string &command, const ssh::options &ssh_opts,
-		   std::chrono::milliseconds timeout);
+                   const std::string &command, const ssh::options &ssh_opts,
+                   std::chrono::milliseconds timeout);
 
 } // namespace rpmem::client

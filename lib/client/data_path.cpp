@@ -21,13 +21,15 @@
 #include <thread>
 #include <vector>
 
-namespace rpmem::client {
+namespace rpmem::client
+{
 
 namespace fab = rpmem::fabric;
 namespace ln = rpmem::lane;
 using namespace std::chrono_literals;
 
-namespace {
+namespace
+{
 
 enum class ctx_kind : std::uint8_t { lane_op, recv };
 
@@ -47,7 +49,7 @@ struct alignas(64) lane_state {
 	std::atomic<std::uint32_t> outstanding{0}; // completions still expected
 	std::atomic<std::uint32_t> err{0};
 	std::uint64_t cookie = 0;
-	std::uint8_t *msg = nullptr; // request slot (registered for FI_SEND)
+	std::uint8_t *msg = nullptr;  // request slot (registered for FI_SEND)
 	std::uint64_t *raw = nullptr; // target of APM reads (registered for FI_READ)
 	op_context ctx{};
 	struct connection *conn = nullptr;
@@ -60,7 +62,7 @@ struct connection {
 	std::unique_ptr<fab::cq> cq;
 	std::unique_ptr<fab::endpoint> ep;
 	std::vector<op_context> recv_ctx;
-	std::mutex cq_mutex;			// held by the thread reaping completions (leader)
+	std::mutex cq_mutex;                  // held by the thread reaping completions (leader)
 	std::atomic<std::uint32_t> events{0}; // bumped to wake followers
 	std::atomic<std::int32_t> credits{0}; // requests the daemon can still take
 	bool need_credits = false;
@@ -114,16 +116,16 @@ struct data_path::impl {
 };
 
 data_path::impl::impl(const control::fabric_params &f, const std::string &h, void *addr,
-		      std::size_t size, std::uint32_t n, const settings &s)
-    : fabric(f), host(h), pool(static_cast<std::uint8_t *>(addr)), pool_size(size),
-      nlanes(n), cfg(s)
+                      std::size_t size, std::uint32_t n, const settings &s)
+    : fabric(f), host(h), pool(static_cast<std::uint8_t *>(addr)), pool_size(size), nlanes(n),
+      cfg(s)
 {
 	if (fabric.nendpoints == 0 || fabric.nendpoints > 1024 || nlanes == 0 ||
 	    fabric.queue_depth == 0)
 		throw rpmem::error(EPROTO, fmt::format("{}: rpmemd announced {} connections, {} "
-						       "lanes, queue depth {}",
-						       host, fabric.nendpoints, nlanes,
-						       fabric.queue_depth));
+		                                       "lanes, queue depth {}",
+		                                       host, fabric.nendpoints, nlanes,
+		                                       fabric.queue_depth));
 	fab::request req;
 	req.provider = fabric.provider;
 	auto &fi = source; // lives as long as the endpoints made from it
@@ -131,9 +133,9 @@ data_path::impl::impl(const control::fabric_params &f, const std::string &h, voi
 		fi = fab::info::for_connect(fabric.address, fabric.port, req);
 	} catch (const rpmem::error &e) {
 		throw rpmem::error(ENOMEDIUM, fmt::format("{}: the libfabric provider '{}' rpmemd "
-							  "chose cannot reach {}:{} from here: {}",
-							  host, fabric.provider, fabric.address,
-							  fabric.port, e.message()));
+		                                          "chose cannot reach {}:{} from here: {}",
+		                                          host, fabric.provider, fabric.address,
+		                                          fabric.port, e.message()));
 	}
 	domain = std::make_unique<fab::fabric_domain>(fi);
 	const auto &g = domain->granted();
@@ -142,33 +144,31 @@ data_path::impl::impl(const control::fabric_params &f, const std::string &h, voi
 	max_msg = std::max<std::size_t>(g.max_msg_size, 4096);
 	inline_max = fabric.inline_max;
 	if (cfg.inline_max >= 0)
-		inline_max = std::min<std::uint32_t>(inline_max,
-						     static_cast<std::uint32_t>(cfg.inline_max));
+		inline_max =
+		    std::min<std::uint32_t>(inline_max, static_cast<std::uint32_t>(cfg.inline_max));
 	slot_size = (ln::request_header_size + fabric.inline_max + 63) / 64 * 64;
 
 	eq = std::make_unique<fab::eq>(*domain);
 	pool_mr = std::make_unique<fab::memory_region>(*domain, pool, pool_size,
-						       FI_WRITE | FI_READ | FI_SEND);
+	                                               FI_WRITE | FI_READ | FI_SEND);
 	msg_buf.assign(std::size_t(nlanes) * slot_size, 0);
-	msg_mr = std::make_unique<fab::memory_region>(*domain, msg_buf.data(), msg_buf.size(),
-						      FI_SEND);
+	msg_mr =
+	    std::make_unique<fab::memory_region>(*domain, msg_buf.data(), msg_buf.size(), FI_SEND);
 	raw_buf.assign(nlanes, 0);
-	raw_mr = std::make_unique<fab::memory_region>(*domain, raw_buf.data(),
-						      raw_buf.size() * sizeof(std::uint64_t),
-						      FI_READ);
-	resp_buf.assign(std::size_t(fabric.nendpoints) * fabric.queue_depth * ln::response_size,
-			0);
-	resp_mr = std::make_unique<fab::memory_region>(*domain, resp_buf.data(),
-						       resp_buf.size(), FI_RECV);
+	raw_mr = std::make_unique<fab::memory_region>(
+	    *domain, raw_buf.data(), raw_buf.size() * sizeof(std::uint64_t), FI_READ);
+	resp_buf.assign(std::size_t(fabric.nendpoints) * fabric.queue_depth * ln::response_size, 0);
+	resp_mr = std::make_unique<fab::memory_region>(*domain, resp_buf.data(), resp_buf.size(),
+	                                               FI_RECV);
 
 	std::uint32_t lanes_per_conn = (nlanes + fabric.nendpoints - 1) / fabric.nendpoints;
 	for (std::uint32_t i = 0; i < fabric.nendpoints; ++i) {
 		auto c = std::make_unique<connection>();
 		c->index = i;
 		c->cq = std::make_unique<fab::cq>(
-			*domain, fab::cq_options{fabric.queue_depth * 4 + 64,
-						 cfg.spin ? fab::wait_object::none
-							  : fab::wait_object::unspec});
+		    *domain,
+		    fab::cq_options{fabric.queue_depth * 4 + 64,
+		                    cfg.spin ? fab::wait_object::none : fab::wait_object::unspec});
 		c->ep = std::make_unique<fab::endpoint>(*domain, fi);
 		c->ep->bind(*eq);
 		// Transmits complete silently unless asked (FI_COMPLETION); receives always do.
@@ -210,37 +210,38 @@ void data_path::impl::connect_all()
 	auto deadline = std::chrono::steady_clock::now() + cfg.control_timeout;
 	while (connected < conns.size()) {
 		auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-			deadline - std::chrono::steady_clock::now());
+		    deadline - std::chrono::steady_clock::now());
 		if (left.count() <= 0)
-			throw rpmem::error(ETIMEDOUT,
-					   fmt::format("{}: fabric connections to {}:{} ({}) not "
-						       "established within {} ms",
-						       host, fabric.address, fabric.port,
-						       fabric.provider, cfg.control_timeout.count()));
+			throw rpmem::error(
+			    ETIMEDOUT, fmt::format("{}: fabric connections to {}:{} ({}) not "
+			                           "established within {} ms",
+			                           host, fabric.address, fabric.port,
+			                           fabric.provider, cfg.control_timeout.count()));
 		auto ev = eq->read(left);
 		if (!ev)
 			continue;
 		if (ev->is_error())
 			throw rpmem::error(ECONNREFUSED,
-					   fmt::format("{}: fabric connection to {}:{} ({}) "
-						       "failed: {}",
-						       host, fabric.address, fabric.port,
-						       fabric.provider, ev->err_text));
+			                   fmt::format("{}: fabric connection to {}:{} ({}) "
+			                               "failed: {}",
+			                               host, fabric.address, fabric.port,
+			                               fabric.provider, ev->err_text));
 		if (ev->type == FI_CONNECTED)
 			++connected;
 		else if (ev->type == FI_SHUTDOWN)
-			throw rpmem::error(ECONNRESET,
-					   fmt::format("{}: rpmemd closed a fabric connection while "
-						       "connecting",
-						       host));
+			throw rpmem::error(
+			    ECONNRESET, fmt::format("{}: rpmemd closed a fabric connection while "
+			                            "connecting",
+			                            host));
 	}
 	for (auto &c : conns) {
 		for (std::uint32_t s = 0; s < fabric.queue_depth; ++s) {
-			auto *buf = resp_buf.data() +
-				    (std::size_t(c->index) * fabric.queue_depth + s) * ln::response_size;
+			auto *buf =
+			    resp_buf.data() +
+			    (std::size_t(c->index) * fabric.queue_depth + s) * ln::response_size;
 			post(*c, [&] {
 				return c->ep->recv(buf, ln::response_size, resp_mr->desc(),
-						   &c->recv_ctx[s]);
+				                   &c->recv_ctx[s]);
 			});
 		}
 	}
@@ -264,10 +265,10 @@ void data_path::impl::check_broken(connection &c) const
 {
 	if (c.broken.load(std::memory_order_acquire)) {
 		int err = c.broken_err.load();
-		throw rpmem::error(err ? err : ECONNRESET,
-				   fmt::format("{}: the fabric connection to rpmemd is {}", host,
-					       err == ETIMEDOUT ? "not answering (timed out)"
-								: "lost"));
+		throw rpmem::error(
+		    err ? err : ECONNRESET,
+		    fmt::format("{}: the fabric connection to rpmemd is {}", host,
+		                err == ETIMEDOUT ? "not answering (timed out)" : "lost"));
 	}
 }
 
@@ -292,7 +293,7 @@ void data_path::impl::dispatch(connection &c, const fab::cq_entry &e)
 	}
 	// A response: find its lane, then give the receive buffer back to the provider.
 	auto *buf = resp_buf.data() +
-		    (std::size_t(c.index) * fabric.queue_depth + ctx->index) * ln::response_size;
+	            (std::size_t(c.index) * fabric.queue_depth + ctx->index) * ln::response_size;
 	auto resp = ln::decode_response({buf, std::min<std::size_t>(e.len, ln::response_size)});
 	post(c, [&] { return c.ep->recv(buf, ln::response_size, resp_mr->desc(), ctx); });
 	if (c.need_credits) {
@@ -378,8 +379,8 @@ void data_path::impl::wait(lane_state &l)
 	check_broken(c);
 	if (auto err = l.err.exchange(0))
 		throw rpmem::error(static_cast<int>(err),
-				   fmt::format("{}: rpmemd refused the request: {}", host,
-					       std::strerror(static_cast<int>(err))));
+		                   fmt::format("{}: rpmemd refused the request: {}", host,
+		                               std::strerror(static_cast<int>(err))));
 }
 
 template <class Post> void data_path::impl::post(connection &c, Post &&op)
@@ -438,8 +439,7 @@ void data_path::impl::send_request(lane_state &l, const ln::request &r, std::siz
 	ln::encode(r, l.msg);
 	l.outstanding.fetch_add(1, std::memory_order_relaxed);
 	post(c, [&] {
-		return c.ep->send(l.msg, ln::request_header_size + payload, msg_mr->desc(),
-				  &l.ctx);
+		return c.ep->send(l.msg, ln::request_header_size + payload, msg_mr->desc(), &l.ctx);
 	});
 	wait(l);
 }
@@ -454,7 +454,7 @@ void data_path::impl::write(lane_state &l, std::uint64_t off, std::uint64_t len,
 			l.outstanding.fetch_add(1, std::memory_order_relaxed);
 			post(c, [&] {
 				return c.ep->writemsg(pool + off, n, pool_mr->desc(), dst, &l.ctx,
-						      FI_COMPLETION | FI_DELIVERY_COMPLETE);
+				                      FI_COMPLETION | FI_DELIVERY_COMPLETE);
 			});
 		} else {
 			post(c, [&] {
@@ -467,7 +467,7 @@ void data_path::impl::write(lane_state &l, std::uint64_t off, std::uint64_t len,
 }
 
 void data_path::impl::read_back(lane_state &l, void *buf, std::uint64_t off, std::uint64_t len,
-				void *desc)
+                                void *desc)
 {
 	auto &c = *l.conn;
 	auto *dst = static_cast<std::uint8_t *>(buf);
@@ -499,9 +499,8 @@ void data_path::impl::shutdown()
 	fail_all(ECONNRESET, "closed");
 }
 
-data_path::data_path(const control::fabric_params &fabric, const std::string &host,
-		     void *pool_addr, std::size_t pool_size, std::uint32_t nlanes,
-		     const settings &s)
+data_path::data_path(const control::fabric_params &fabric, const std::string &host, void *pool_addr,
+                     std::size_t pool_size, std::uint32_t nlanes, const settings &s)
     : impl_(std::make_unique<impl>(fabric, host, pool_addr, pool_size, nlanes, s))
 {
 }
@@ -522,13 +521,13 @@ void data_path::persist(std::uint64_t offset, std::uint64_t length, unsigned lan
 	if (!relaxed && length <= d.inline_max) {
 		std::memcpy(l.msg + ln::request_header_size, d.pool + offset, length);
 		d.send_request(l, {ln::op::persist_inline, lane, offset, length, ++l.cookie},
-			       length);
+		               length);
 		return;
 	}
 	if (d.fabric.method == control::persist_method::apm) {
 		d.write(l, offset, length, false);
 		d.read_back(l, l.raw, offset + length - std::min<std::uint64_t>(length, 8),
-			    std::min<std::uint64_t>(length, 8), d.raw_mr->desc());
+		            std::min<std::uint64_t>(length, 8), d.raw_mr->desc());
 		return;
 	}
 	d.write(l, offset, length, !d.saw);
@@ -550,8 +549,7 @@ void data_path::flush(std::uint64_t offset, std::uint64_t length, unsigned lane)
 		auto lo = std::min(offset, p.back().offset);
 		auto hi = std::max(offset + length, p.back().offset + p.back().length);
 		p.back() = {lo, hi - lo};
-	} else if (p.size() < max_pending_ranges &&
-		   p.size() < d.inline_max / ln::range_size) {
+	} else if (p.size() < max_pending_ranges && p.size() < d.inline_max / ln::range_size) {
 		p.push_back({offset, length});
 	} else {
 		// Too many scattered ranges: persist their hull, which covers them all.
@@ -576,7 +574,7 @@ void data_path::drain(unsigned lane)
 	if (d.fabric.method == control::persist_method::apm) {
 		auto last = l.pending.back();
 		d.read_back(l, l.raw, last.offset, std::min<std::uint64_t>(last.length, 8),
-			    d.raw_mr->desc());
+		            d.raw_mr->desc());
 		l.pending.clear();
 		return;
 	}
@@ -584,7 +582,7 @@ void data_path::drain(unsigned lane)
 		// Without send-after-write order, make sure the writes have landed first.
 		auto last = l.pending.back();
 		d.read_back(l, l.raw, last.offset, std::min<std::uint64_t>(last.length, 8),
-			    d.raw_mr->desc());
+		            d.raw_mr->desc());
 	}
 	std::size_t n = l.pending.size();
 	for (std::size_t i = 0; i < n; ++i)
@@ -620,8 +618,8 @@ void data_path::read(void *buf, std::uint64_t offset, std::uint64_t length, unsi
 		return;
 	}
 	throw rpmem::error(ENOTSUP, fmt::format("{}: provider {} needs registered buffers: read "
-						"into memory inside the pool",
-						d.host, d.fabric.provider));
+	                                        "into memory inside the pool",
+	                                        d.host, d.fabric.provider));
 }
 
 void data_path::shutdown()

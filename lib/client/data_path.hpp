@@ -14,15 +14,17 @@
 #include <memory>
 #include <string>
 
-namespace rpmem::client {
+namespace rpmem::client
+{
 
 struct settings;
 
-class data_path {
+class data_path
+{
 public:
 	/** Connects every endpoint the daemon announced, presenting the session's secret. */
 	data_path(const control::fabric_params &fabric, const std::string &host, void *pool_addr,
-		  std::size_t pool_size, std::uint32_t nlanes, const settings &s);
+	          std::size_t pool_size, std::uint32_t nlanes, const settings &s);
 	~data_path();
 	data_path(const data_path &) = delete;
 	data_path &operator=(const data_path &) = delete;

@@ -6,7 +6,8 @@
 #include <climits>
 #include <cstdlib>
 
-namespace rpmem::client {
+namespace rpmem::client
+{
 
 long long parse_env_int(const char *value)
 {
@@ -20,7 +21,8 @@ long long parse_env_int(const char *value)
 	return v;
 }
 
-namespace {
+namespace
+{
 
 std::vector<std::string> split_commands(const char *value)
 {
@@ -82,7 +84,7 @@ settings read_settings(const char *(*getenv_fn)(const char *))
 const settings &process_settings()
 {
 	static const settings s =
-		read_settings([](const char *name) -> const char * { return std::getenv(name); });
+	    read_settings([](const char *name) -> const char * { return std::getenv(name); });
 	return s;
 }
 

@@ -7,17 +7,18 @@
 #include <string>
 #include <vector>
 
-namespace rpmem::client {
+namespace rpmem::client
+{
 
 struct settings {
 	std::vector<std::string> commands{"rpmemd"}; // RPMEM_CMD split at '|', used round-robin
-	std::uint32_t max_nlanes = UINT32_MAX;	     // RPMEM_MAX_NLANES
-	std::uint32_t work_queue_size = 50;	     // RPMEM_WORK_QUEUE_SIZE (PMDK's tx depth)
-	std::string providers;			     // "verbs,tcp,sockets" after the overrides
+	std::uint32_t max_nlanes = UINT32_MAX;       // RPMEM_MAX_NLANES
+	std::uint32_t work_queue_size = 50;          // RPMEM_WORK_QUEUE_SIZE (PMDK's tx depth)
+	std::string providers;                       // "verbs,tcp,sockets" after the overrides
 	std::chrono::milliseconds op_timeout{5000};  // RPMEM_TIMEOUT: a data-path wait bound
 	std::chrono::milliseconds control_timeout{10000}; // RPMEM_CONTROL_TIMEOUT
-	std::int64_t inline_max = -1;		     // RPMEM_INLINE_MAX (-1: the daemon's)
-	bool spin = false;			     // RPMEM_SPIN=1: poll completions
+	std::int64_t inline_max = -1;                     // RPMEM_INLINE_MAX (-1: the daemon's)
+	bool spin = false;                                // RPMEM_SPIN=1: poll completions
 };
 
 /** The process's settings, read from the environment on first use. */

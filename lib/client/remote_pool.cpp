@@ -11,11 +11,13 @@
 #include <cerrno>
 #include <unistd.h>
 
-namespace rpmem::client {
+namespace rpmem::client
+{
 
 namespace ctl = rpmem::control;
 
-namespace {
+namespace
+{
 
 bool page_aligned(std::uintptr_t v)
 {
@@ -24,19 +26,19 @@ bool page_aligned(std::uintptr_t v)
 }
 
 void check_pool_args(const std::string &target, const std::string &descriptor, void *addr,
-		     std::size_t size, unsigned *nlanes)
+                     std::size_t size, unsigned *nlanes)
 {
 	if (target.empty())
 		throw rpmem::error(EINVAL, "target is empty: give [user@]host[:port]");
 	if (descriptor.empty())
 		throw rpmem::error(EINVAL, "pool set name is empty");
 	if (!addr || !page_aligned(reinterpret_cast<std::uintptr_t>(addr)))
-		throw rpmem::error(EINVAL, fmt::format("pool address {} is not page aligned",
-						       addr));
+		throw rpmem::error(EINVAL,
+		                   fmt::format("pool address {} is not page aligned", addr));
 	if (size == 0 || !page_aligned(size))
 		throw rpmem::error(EINVAL, fmt::format("pool size {} is not a non-zero multiple "
-						       "of the page size",
-						       size));
+		                                       "of the page size",
+		                                       size));
 	if (!nlanes)
 		throw rpmem::error(EINVAL, "nlanes is NULL: pass the number of lanes wanted");
 	if (*nlanes == 0)
@@ -45,8 +47,7 @@ void check_pool_args(const std::string &target, const std::string &descriptor, v
 
 } // namespace
 
-remote_pool::remote_pool(std::unique_ptr<control_session> ctl, std::size_t size,
-			 bool has_headers)
+remote_pool::remote_pool(std::unique_ptr<control_session> ctl, std::size_t size, bool has_headers)
     : ctl_(std::move(ctl)), size_(size), has_headers_(has_headers)
 {
 }
@@ -61,16 +62,16 @@ remote_pool::~remote_pool()
 }
 
 std::unique_ptr<remote_pool> remote_pool::start(bool create, const std::string &target,
-						const std::string &descriptor, void *addr,
-						std::size_t size, unsigned *nlanes,
-						const ctl::pool_attr *attr, ctl::pool_attr *attr_out,
-						const pool_options &opts)
+                                                const std::string &descriptor, void *addr,
+                                                std::size_t size, unsigned *nlanes,
+                                                const ctl::pool_attr *attr,
+                                                ctl::pool_attr *attr_out, const pool_options &opts)
 {
 	check_pool_args(target, descriptor, addr, size, nlanes);
 	const settings s = opts.tuning ? *opts.tuning : process_settings();
 	auto session = std::make_unique<control_session>(
-		target, opts.command.empty() ? next_command() : opts.command,
-		opts.ssh ? *opts.ssh : ssh::options::from_environment(), s.control_timeout);
+	    target, opts.command.empty() ? next_command() : opts.command,
+	    opts.ssh ? *opts.ssh : ssh::options::from_environment(), s.control_timeout);
 	ctl::pool_request req;
 	req.pool_size = size;
 	req.nlanes = std::min<std::uint32_t>(*nlanes, s.max_nlanes);
@@ -85,10 +86,9 @@ std::unique_ptr<remote_pool> remote_pool::start(bool create, const std::string &
 	pool->fabric_ = resp.fabric;
 	pool->method_ = resp.fabric.method;
 	try {
-		pool->data_ = std::make_unique<data_path>(resp.fabric, pool->ctl_->host(), addr,
-							  size, std::min(req.nlanes,
-									 resp.fabric.nlanes),
-							  s);
+		pool->data_ =
+		    std::make_unique<data_path>(resp.fabric, pool->ctl_->host(), addr, size,
+		                                std::min(req.nlanes, resp.fabric.nlanes), s);
 	} catch (...) {
 		// The daemon removes a pool it created for us when we say so (or when we vanish).
 		try {
@@ -105,23 +105,24 @@ std::unique_ptr<remote_pool> remote_pool::start(bool create, const std::string &
 }
 
 std::unique_ptr<remote_pool> remote_pool::create(const std::string &target,
-						 const std::string &descriptor, void *addr,
-						 std::size_t size, unsigned *nlanes,
-						 const ctl::pool_attr *attr, const pool_options &opts)
+                                                 const std::string &descriptor, void *addr,
+                                                 std::size_t size, unsigned *nlanes,
+                                                 const ctl::pool_attr *attr,
+                                                 const pool_options &opts)
 {
 	return start(true, target, descriptor, addr, size, nlanes, attr, nullptr, opts);
 }
 
 std::unique_ptr<remote_pool> remote_pool::open(const std::string &target,
-					       const std::string &descriptor, void *addr,
-					       std::size_t size, unsigned *nlanes,
-					       ctl::pool_attr *attr_out, const pool_options &opts)
+                                               const std::string &descriptor, void *addr,
+                                               std::size_t size, unsigned *nlanes,
+                                               ctl::pool_attr *attr_out, const pool_options &opts)
 {
 	return start(false, target, descriptor, addr, size, nlanes, nullptr, attr_out, opts);
 }
 
 void remote_pool::remove(const std::string &target, const std::string &descriptor, int flags,
-			 const pool_options &opts)
+                         const pool_options &opts)
 {
 	if (flags & ~static_cast<int>(remove_force | remove_pool_set))
 		throw rpmem::error(EINVAL, fmt::format("unknown rpmem_remove flags {:#x}", flags));
@@ -129,8 +130,8 @@ void remote_pool::remove(const std::string &target, const std::string &descripto
 		throw rpmem::error(EINVAL, "target and pool set name must not be empty");
 	const settings s = opts.tuning ? *opts.tuning : process_settings();
 	remove_remote(target, descriptor, flags,
-		      opts.command.empty() ? next_command() : opts.command,
-		      opts.ssh ? *opts.ssh : ssh::options::from_environment(), s.control_timeout);
+	              opts.command.empty() ? next_command() : opts.command,
+	              opts.ssh ? *opts.ssh : ssh::options::from_environment(), s.control_timeout);
 }
 
 void remote_pool::set_attr(const ctl::pool_attr *attr)
@@ -147,9 +148,16 @@ void remote_pool::close()
 {
 	if (closed_.exchange(true))
 		return;
+	// The daemon first: it stops serving and answers, then our endpoints go quietly.
+	try {
+		ctl_->close(0);
+	} catch (...) {
+		if (data_)
+			data_->shutdown();
+		throw;
+	}
 	if (data_)
 		data_->shutdown();
-	ctl_->close(0);
 }
 
 unsigned remote_pool::nlanes() const
@@ -163,20 +171,20 @@ const std::string &remote_pool::host() const
 }
 
 void remote_pool::check_range(const char *what, std::size_t offset, std::size_t length,
-			      unsigned lane, bool header_allowed) const
+                              unsigned lane, bool header_allowed) const
 {
 	if (lane >= data_->nlanes())
 		throw rpmem::error(EINVAL, fmt::format("{}: lane {} is out of range: the pool "
-						       "has {} lanes",
-						       what, lane, data_->nlanes()));
+		                                       "has {} lanes",
+		                                       what, lane, data_->nlanes()));
 	if (offset > size_ || length > size_ - offset)
 		throw rpmem::error(EINVAL, fmt::format("{}: range [{}, +{}) is outside the "
-						       "{}-byte pool",
-						       what, offset, length, size_));
+		                                       "{}-byte pool",
+		                                       what, offset, length, size_));
 	if (!header_allowed && has_headers_ && offset < header_size)
 		throw rpmem::error(EINVAL, fmt::format("{}: offset {} is inside the pool header "
-						       "(first {} bytes); use rpmem_set_attr",
-						       what, offset, header_size));
+		                                       "(first {} bytes); use rpmem_set_attr",
+		                                       what, offset, header_size));
 }
 
 void remote_pool::persist(std::size_t offset, std::size_t length, unsigned lane, unsigned flags)

@@ -14,7 +14,8 @@
 #include <optional>
 #include <string>
 
-namespace rpmem::client {
+namespace rpmem::client
+{
 
 class control_session;
 class data_path;
@@ -29,12 +30,13 @@ inline constexpr std::size_t header_size = 4096;
 
 /** How to reach the daemon. Defaults are PMDK's: the environment (RPMEM_CMD, RPMEM_SSH...). */
 struct pool_options {
-	std::string command;		  // remote command; empty: the next RPMEM_CMD entry
-	std::optional<ssh::options> ssh;  // nullopt: ssh::options::from_environment()
-	std::optional<settings> tuning;	  // nullopt: process_settings()
+	std::string command;             // remote command; empty: the next RPMEM_CMD entry
+	std::optional<ssh::options> ssh; // nullopt: ssh::options::from_environment()
+	std::optional<settings> tuning;  // nullopt: process_settings()
 };
 
-class remote_pool {
+class remote_pool
+{
 public:
 	/**
 	 * Creates the pool set `descriptor` on `target` and connects lanes for the local memory
@@ -42,19 +44,17 @@ public:
 	 * a pool without headers (the remote pool set must say OPTION NOHDRS).
 	 */
 	static std::unique_ptr<remote_pool> create(const std::string &target,
-						   const std::string &descriptor, void *addr,
-						   std::size_t size, unsigned *nlanes,
-						   const control::pool_attr *attr,
-						   const pool_options &opts = {});
+	                                           const std::string &descriptor, void *addr,
+	                                           std::size_t size, unsigned *nlanes,
+	                                           const control::pool_attr *attr,
+	                                           const pool_options &opts = {});
 	/** Opens an existing pool set; *attr_out (if given) receives its attributes. */
-	static std::unique_ptr<remote_pool> open(const std::string &target,
-						 const std::string &descriptor, void *addr,
-						 std::size_t size, unsigned *nlanes,
-						 control::pool_attr *attr_out,
-						 const pool_options &opts = {});
+	static std::unique_ptr<remote_pool>
+	open(const std::string &target, const std::string &descriptor, void *addr, std::size_t size,
+	     unsigned *nlanes, control::pool_attr *attr_out, const pool_options &opts = {});
 	/** Removes a pool set on target (flags: remove_force, remove_pool_set). */
 	static void remove(const std::string &target, const std::string &descriptor, int flags,
-			   const pool_options &opts = {});
+	                   const pool_options &opts = {});
 
 	~remote_pool(); // closes without throwing if close() was not called
 	remote_pool(const remote_pool &) = delete;
@@ -82,13 +82,12 @@ public:
 
 private:
 	remote_pool(std::unique_ptr<control_session> ctl, std::size_t size, bool has_headers);
-	static std::unique_ptr<remote_pool> start(bool create, const std::string &target,
-						  const std::string &descriptor, void *addr,
-						  std::size_t size, unsigned *nlanes,
-						  const control::pool_attr *attr,
-						  control::pool_attr *attr_out, const pool_options &opts);
+	static std::unique_ptr<remote_pool>
+	start(bool create, const std::string &target, const std::string &descriptor, void *addr,
+	      std::size_t size, unsigned *nlanes, const control::pool_attr *attr,
+	      control::pool_attr *attr_out, const pool_options &opts);
 	void check_range(const char *what, std::size_t offset, std::size_t length, unsigned lane,
-			 bool header_allowed) const;
+	                 bool header_allowed) const;
 
 	std::unique_ptr<control_session> ctl_;
 	std::unique_ptr<data_path> data_;

@@ -11,13 +11,14 @@
 #include <optional>
 #include <span>
 
-namespace rpmem::lane {
+namespace rpmem::lane
+{
 
 enum class op : std::uint16_t {
-	persist = 1,	    // data already written by RDMA write at [offset, offset+length): persist it
+	persist = 1, // data already written by RDMA write at [offset, offset+length): persist it
 	persist_inline = 2, // data follows the header: copy (8-byte atomic) and persist
 	deep_persist = 3,   // data already written: persist down to the media (msync even on pmem)
-	drain = 4,	    // persist every range listed after the header (a lane's relaxed flushes)
+	drain = 4, // persist every range listed after the header (a lane's relaxed flushes)
 };
 
 inline constexpr std::uint16_t request_magic = 0x4c52; // "RL"

@@ -8,15 +8,18 @@
 #include <cstdint>
 #include <span>
 
-namespace rpmem {
+namespace rpmem
+{
 
-class byte_stream {
+class byte_stream
+{
 public:
 	virtual ~byte_stream() = default;
 	/** Writes every byte or throws. */
 	virtual void write_all(std::span<const std::uint8_t> data) = 0;
 	/** Reads exactly data.size() bytes within timeout (negative timeout: wait forever). */
-	virtual void read_exact(std::span<std::uint8_t> data, std::chrono::milliseconds timeout) = 0;
+	virtual void read_exact(std::span<std::uint8_t> data,
+	                        std::chrono::milliseconds timeout) = 0;
 };
 
 } // namespace rpmem

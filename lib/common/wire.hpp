@@ -11,10 +11,12 @@
 #include <string_view>
 #include <vector>
 
-namespace rpmem::wire {
+namespace rpmem::wire
+{
 
 /** Appends little-endian fields to a growing byte buffer. */
-class writer {
+class writer
+{
 public:
 	explicit writer(std::vector<std::uint8_t> &out) : out_(out) {}
 
@@ -48,7 +50,8 @@ private:
  * Reads little-endian fields from a byte span. Reading past the end never touches memory
  * outside the span: it marks the reader failed and returns zeros. Check ok() once at the end.
  */
-class reader {
+class reader
+{
 public:
 	explicit reader(std::span<const std::uint8_t> in) : in_(in) {}
 

@@ -107,9 +107,11 @@ void external_session::poll_once(int timeout_ms, bool want_write)
 	std::array<pollfd, 3> p{{{out_eof_ ? -1 : child_.stdout_fd(), POLLIN, 0},
 	                         {err_eof_ ? -1 : child_.stderr_fd(), POLLIN, 0},
 	                         {want_write ? child_.stdin_fd() : -1, POLLOUT, 0}}};
-	if (poll(p.data(), p.size(), timeout_ms) < 0 && errno != EINTR)
-		throw rpmem::error(errno, fmt::format("poll on the ssh child for {}: {}", where_,
-		                                      strerror(errno)));
+	if (poll(p.data(), p.size(), timeout_ms) < 0 && errno != EINTR) {
+		int err = errno;
+		throw rpmem::error(
+		    err, fmt::format("poll on the ssh child for {}: {}", where_, strerror(err)));
+	}
 	drain_stdout();
 	drain_stderr();
 }
@@ -141,11 +143,12 @@ void external_session::write_all(std::span<const std::uint8_t> data)
 			data = data.subspan(static_cast<std::size_t>(n));
 			continue;
 		}
-		if (errno == EPIPE || errno == ECONNRESET)
+		int err = errno;
+		if (err == EPIPE || err == ECONNRESET)
 			throw_ended();
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			throw rpmem::error(errno, fmt::format("write to the ssh child for {}: {}",
-			                                      where_, strerror(errno)));
+		if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR)
+			throw rpmem::error(err, fmt::format("write to the ssh child for {}: {}",
+			                                    where_, strerror(err)));
 		if (until.expired())
 			throw rpmem::error(
 			    ETIMEDOUT, fmt::format("'{}' on {} has not accepted input for {} ms",

@@ -87,10 +87,12 @@ void libssh_session::pump(int timeout_ms)
 {
 	if (lost_)
 		return;
+	errno = 0;
 	int rc = ssh_event_dopoll(h_.event, timeout_ms);
 	bool broken = (ssh_get_status(h_.ssh) & (SSH_CLOSED | SSH_CLOSED_ERROR)) != 0 ||
 	              !ssh_is_connected(h_.ssh);
-	if (broken || (rc == SSH_ERROR && !closed_)) {
+	// poll() fails with EINTR whenever a signal (SIGCHLD...) arrives: that is no broken link.
+	if (broken || (rc == SSH_ERROR && errno != EINTR && !closed_)) {
 		lost_ = ssh_error();
 		eof_ = true;
 	}

@@ -80,10 +80,12 @@ void libssh_session::configure()
 	set_option(s, SSH_OPTIONS_HOST, target_.host.c_str(), "host");
 
 	const char *config = opts_.config_file.empty() ? nullptr : opts_.config_file.c_str();
-	if (config && access(config, R_OK) != 0)
-		throw rpmem::error(errno, fmt::format("cannot read ssh config file {} "
-		                                      "(RPMEM_SSH_CONFIG): {}",
-		                                      config, strerror(errno)));
+	if (config && access(config, R_OK) != 0) {
+		int err = errno;
+		throw rpmem::error(err, fmt::format("cannot read ssh config file {} "
+		                                    "(RPMEM_SSH_CONFIG): {}",
+		                                    config, strerror(err)));
+	}
 	if (ssh_options_parse_config(s, config) != SSH_OK)
 		throw rpmem::error(EINVAL, fmt::format("cannot parse ssh config {}: {}",
 		                                       config ? config : "~/.ssh/config",

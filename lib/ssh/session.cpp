@@ -41,6 +41,8 @@ std::string ended_message(const std::string &command, const std::string &host,
 
 	auto what = fmt::format("'{}' on {} ended{}", command, host,
 	                        status.empty() ? "" : " (" + status + ")");
+	if (text.empty() && status == "exit status 0")
+		return what + " before sending what was expected";
 	if (text.empty())
 		return what + " without a message on stderr: check that it is installed there and "
 		              "runs for the SSH user";

@@ -18,7 +18,8 @@ using rpmem::client::remote_pool;
 using namespace rpmem::test;
 namespace ctl = rpmem::control;
 
-namespace {
+namespace
+{
 
 constexpr std::size_t pool_size = 64 << 20;
 constexpr std::size_t hdr = 4096;
@@ -67,14 +68,16 @@ void stress(remote_pool &pool, local_pool &local, unsigned threads, unsigned ops
 						break;
 					case 1:
 						pool.persist(off, len, lane,
-							     rpmem::client::persist_relaxed);
+						             rpmem::client::persist_relaxed);
 						break;
 					case 2: {
 						// Several relaxed flushes, one drain.
-						std::size_t piece = std::max<std::size_t>(1, len / 7);
+						std::size_t piece =
+						    std::max<std::size_t>(1, len / 7);
 						for (std::size_t o = 0; o < len; o += piece)
-							pool.flush(off + o, std::min(piece, len - o),
-								   lane, rpmem::client::flush_relaxed);
+							pool.flush(off + o,
+							           std::min(piece, len - o), lane,
+							           rpmem::client::flush_relaxed);
 						pool.drain(lane, 0);
 						break;
 					}
@@ -128,7 +131,7 @@ void run_end_to_end(const std::string &provider, bool apm, const std::string &pa
 	std::unique_ptr<remote_pool> pool;
 	try {
 		pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-					   &nlanes, &attr, node.options());
+		                           &nlanes, &attr, node.options());
 	} catch (const rpmem::error &e) {
 		FAIL(e.what() << "\nrpmemd log:\n" << node.log_text());
 	}
@@ -141,8 +144,8 @@ void run_end_to_end(const std::string &provider, bool apm, const std::string &pa
 	// read returns what was written, at odd offsets and lengths too.
 	std::vector<std::uint8_t> back(3 << 20);
 	for (auto [off, len] : {std::pair<std::size_t, std::size_t>{hdr, 1},
-				{hdr + 12345, 77777},
-				{local.size() - (3 << 20), 3 << 20}}) {
+	                        {hdr + 12345, 77777},
+	                        {local.size() - (3 << 20), 3 << 20}}) {
 		pool->read(back.data(), off, len, 1 % nlanes);
 		CHECK(std::memcmp(back.data(), local.data() + off, len) == 0);
 	}
@@ -182,7 +185,7 @@ TEST_CASE("a fabric connection without the session secret is refused", "[data][s
 	auto attr = sample_attr();
 	unsigned nlanes = 2;
 	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-					&nlanes, &attr, node.options());
+	                                &nlanes, &attr, node.options());
 	const auto &f = pool->fabric();
 	namespace fab = rpmem::fabric;
 	fab::request req;
@@ -211,7 +214,8 @@ TEST_CASE("a fabric connection without the session secret is refused", "[data][s
 	CHECK(node.log_text().find("refused a fabric connection") != std::string::npos);
 }
 
-namespace {
+namespace
+{
 
 pid_t find_daemon(const std::string &unique)
 {
@@ -232,8 +236,7 @@ pid_t find_daemon(const std::string &unique)
 std::size_t count_tcp_connections(pid_t pid)
 {
 	std::size_t n = 0;
-	for (const auto &e : std::filesystem::directory_iterator(
-		     fmt::format("/proc/{}/fd", pid))) {
+	for (const auto &e : std::filesystem::directory_iterator(fmt::format("/proc/{}/fd", pid))) {
 		std::error_code ec;
 		auto link = std::filesystem::read_symlink(e.path(), ec).string();
 		if (link.rfind("socket:", 0) == 0)
@@ -253,7 +256,7 @@ TEST_CASE("1024 lanes keep rpmemd's threads and connections few", "[data][lanes]
 	auto attr = sample_attr();
 	unsigned nlanes = 1024;
 	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-					&nlanes, &attr, node.options());
+	                                &nlanes, &attr, node.options());
 	CHECK(nlanes == 1024);
 	// Use every lane from several threads at once.
 	std::vector<std::thread> ts;

@@ -11,7 +11,8 @@ using rpmem::client::remote_pool;
 using namespace rpmem::test;
 namespace ctl = rpmem::control;
 
-namespace {
+namespace
+{
 
 constexpr std::size_t pool_size = 8 << 20;
 
@@ -47,7 +48,7 @@ TEST_CASE("create, close, open, set_attr, open, remove", "[pool]")
 
 	unsigned nlanes = 4;
 	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-					&nlanes, &attr, node.options());
+	                                &nlanes, &attr, node.options());
 	CHECK(nlanes >= 1);
 	CHECK(nlanes <= 4);
 	CHECK(pool->has_headers());
@@ -61,7 +62,7 @@ TEST_CASE("create, close, open, set_attr, open, remove", "[pool]")
 	ctl::pool_attr got;
 	nlanes = 4;
 	pool = remote_pool::open(node.target(), "pool.set", local.data(), local.size(), &nlanes,
-				 &got, node.options());
+	                         &got, node.options());
 	check_same_attr(got, attr);
 	CHECK(!(got.user_flags == ctl::pool_attr{}.user_flags));
 
@@ -72,7 +73,7 @@ TEST_CASE("create, close, open, set_attr, open, remove", "[pool]")
 	pool.reset();
 
 	pool = remote_pool::open(node.target(), "pool.set", local.data(), local.size(), &nlanes,
-				 &got, node.options());
+	                         &got, node.options());
 	check_same_attr(got, attr2);
 	pool->close();
 	pool.reset();
@@ -92,17 +93,16 @@ TEST_CASE("remove with the pool set flag deletes the pool set file too", "[pool]
 	unsigned nlanes = 1;
 	auto attr = sample_attr();
 	remote_pool::create(node.target(), "pool.set", local.data(), local.size(), &nlanes, &attr,
-			    node.options())
-		->close();
+	                    node.options())
+	    ->close();
 	remote_pool::remove(node.target(), "pool.set",
-			    rpmem::client::remove_force | rpmem::client::remove_pool_set,
-			    node.options());
+	                    rpmem::client::remove_force | rpmem::client::remove_pool_set,
+	                    node.options());
 	CHECK(!std::filesystem::exists(node.part("pool.set")));
 	CHECK(!std::filesystem::exists(node.dir() / "pool.set"));
 	// Removing what is not there: an error without --force.
-	CHECK(errno_of([&] {
-		      remote_pool::remove(node.target(), "pool.set", 0, node.options());
-	      }) != 0);
+	CHECK(errno_of(
+	          [&] { remote_pool::remove(node.target(), "pool.set", 0, node.options()); }) != 0);
 }
 
 TEST_CASE("a second open of an open pool is EBUSY and the first is undisturbed", "[pool]")
@@ -115,11 +115,11 @@ TEST_CASE("a second open of an open pool is EBUSY and the first is undisturbed",
 	unsigned nlanes = 2;
 	auto attr = sample_attr();
 	auto first = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-					 &nlanes, &attr, node.options());
+	                                 &nlanes, &attr, node.options());
 	unsigned n2 = 2;
 	CHECK(errno_of([&] {
 		      remote_pool::open(node.target(), "pool.set", other.data(), other.size(), &n2,
-					nullptr, node.options());
+		                        nullptr, node.options());
 	      }) == EBUSY);
 	std::memset(local.data() + 8192, 0x5a, 4096);
 	first->persist(8192, 4096, 0, 0);
@@ -135,11 +135,11 @@ TEST_CASE("creating an existing pool is EEXIST", "[pool]")
 	unsigned nlanes = 1;
 	auto attr = sample_attr();
 	remote_pool::create(node.target(), "pool.set", local.data(), local.size(), &nlanes, &attr,
-			    node.options())
-		->close();
+	                    node.options())
+	    ->close();
 	CHECK(errno_of([&] {
 		      remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-					  &nlanes, &attr, node.options());
+		                          &nlanes, &attr, node.options());
 	      }) == EEXIST);
 }
 
@@ -154,13 +154,13 @@ TEST_CASE("descriptors leaving the poolset directory are refused", "[pool][secur
 		INFO(desc);
 		CHECK(errno_of([&] {
 			      remote_pool::create(node.target(), desc, local.data(), local.size(),
-						  &nlanes, &attr, node.options());
+			                          &nlanes, &attr, node.options());
 		      }) == EINVAL);
 	}
 	unsigned nlanes = 1;
 	CHECK(errno_of([&] {
 		      remote_pool::open(node.target(), "missing.set", local.data(), local.size(),
-					&nlanes, nullptr, node.options());
+		                        &nlanes, nullptr, node.options());
 	      }) == ENOENT);
 }
 
@@ -174,7 +174,7 @@ TEST_CASE("a missing rpmemd is an error naming the host and RPMEM_CMD", "[pool]"
 	unsigned nlanes = 1;
 	try {
 		remote_pool::create(node.target(), "pool.set", local.data(), local.size(), &nlanes,
-				    nullptr, opts);
+		                    nullptr, opts);
 		FAIL("create succeeded without rpmemd");
 	} catch (const rpmem::error &e) {
 		std::string msg = e.message();
@@ -198,21 +198,21 @@ TEST_CASE("host keys and client keys are checked through the pool API", "[pool][
 	unknown.ssh->known_hosts_file = server.make_empty_known_hosts("empty_known_hosts");
 	CHECK(errno_of([&] {
 		      remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-					  &nlanes, &attr, unknown);
+		                          &nlanes, &attr, unknown);
 	      }) == ENOKEY);
 
 	auto changed = node.options();
 	changed.ssh->known_hosts_file = server.make_wrong_known_hosts("wrong_known_hosts");
 	CHECK(errno_of([&] {
 		      remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-					  &nlanes, &attr, changed);
+		                          &nlanes, &attr, changed);
 	      }) == EKEYREJECTED);
 
 	auto wrong_key = node.options();
 	wrong_key.ssh->identity_files = {server.make_key("stranger")};
 	CHECK(errno_of([&] {
 		      remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-					  &nlanes, &attr, wrong_key);
+		                          &nlanes, &attr, wrong_key);
 	      }) == EACCES);
 	CHECK(!std::filesystem::exists(node.part("pool.set")));
 }
@@ -228,7 +228,7 @@ TEST_CASE("a Host alias from an ssh config file works", "[pool]")
 	opts.ssh->identity_files.clear();
 	unsigned nlanes = 1;
 	auto pool = remote_pool::create(server.alias(), "pool.set", local.data(), local.size(),
-					&nlanes, &attr, opts);
+	                                &nlanes, &attr, opts);
 	std::memset(local.data() + 4096, 0xab, 4096);
 	pool->persist(4096, 4096, 0, 0);
 	pool->close();
@@ -246,14 +246,14 @@ TEST_CASE("bad arguments are EINVAL and do not poison the handle", "[pool]")
 	unsigned nlanes = 2;
 	CHECK(errno_of([&] {
 		      remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-					  nullptr, &attr, node.options());
+		                          nullptr, &attr, node.options());
 	      }) == EINVAL);
 	CHECK(errno_of([&] {
-		      remote_pool::create(node.target(), "pool.set", local.data() + 1,
-					  local.size(), &nlanes, &attr, node.options());
+		      remote_pool::create(node.target(), "pool.set", local.data() + 1, local.size(),
+		                          &nlanes, &attr, node.options());
 	      }) == EINVAL);
 	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-					&nlanes, &attr, node.options());
+	                                &nlanes, &attr, node.options());
 	CHECK(errno_of([&] { pool->persist(0, 64, 0, 0); }) == EINVAL); // header
 	CHECK(errno_of([&] { pool->persist(4096, 64, nlanes, 0); }) == EINVAL);
 	CHECK(errno_of([&] { pool->persist(local.size() - 8, 64, 0, 0); }) == EINVAL);

@@ -21,7 +21,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-namespace rpmem::test {
+namespace rpmem::test
+{
 
 namespace fs = std::filesystem;
 
@@ -43,12 +44,13 @@ inline std::string slurp(const fs::path &p)
 
 struct replica_options {
 	fs::path parent = "/tmp"; // where the poolset dir lives: /tmp (ext4) or /dev/shm
-	bool apm = false;	  // rpmemd --persist-apm with PMEM_IS_PMEM_FORCE=1
+	bool apm = false;         // rpmemd --persist-apm with PMEM_IS_PMEM_FORCE=1
 	bool force_pmem = false;  // PMEM_IS_PMEM_FORCE=1 without APM
 	std::string provider = "tcp";
 };
 
-class replica {
+class replica
+{
 public:
 	explicit replica(sshd &server, replica_options o = {})
 	    : server_(server), opts_(std::move(o)),
@@ -67,16 +69,16 @@ public:
 
 	/** Writes a pool set file `name` with parts of the given sizes under dir()/parts. */
 	fs::path write_poolset(const std::string &name, std::vector<std::string> sizes,
-			       const std::string &option = {})
+	                       const std::string &option = {})
 	{
 		fs::create_directories(dir_ / "parts");
 		std::string text = "PMEMPOOLSET\n";
 		if (!option.empty())
 			text += "OPTION " + option + "\n";
 		for (std::size_t i = 0; i < sizes.size(); ++i)
-			text += fmt::format("{} {}\n", sizes[i],
-					    (dir_ / "parts" / fmt::format("{}.part{}", name, i))
-						    .string());
+			text += fmt::format(
+			    "{} {}\n", sizes[i],
+			    (dir_ / "parts" / fmt::format("{}.part{}", name, i)).string());
 		std::ofstream(dir_ / name) << text;
 		return dir_ / name;
 	}
@@ -93,9 +95,10 @@ public:
 		if (const char *extra = std::getenv("RPMEM_TEST_DAEMON_ENV"))
 			env += std::string(extra) + " ";
 		return fmt::format("{}{} --poolset-dir={} --log-file={} --log-level=info{}{}", env,
-				   RPMEM_TEST_RPMEMD, dir_.string(), log_file().string(),
-				   opts_.apm ? " --persist-apm" : "",
-				   std::getenv("RPMEM_TEST_DAEMON_ENV") ? " 2>>/tmp/rpmemd.stderr" : "");
+		                   RPMEM_TEST_RPMEMD, dir_.string(), log_file().string(),
+		                   opts_.apm ? " --persist-apm" : "",
+		                   std::getenv("RPMEM_TEST_DAEMON_ENV") ? " 2>>/tmp/rpmemd.stderr"
+		                                                        : "");
 	}
 
 	client::pool_options options() const
@@ -103,9 +106,8 @@ public:
 		client::pool_options o;
 		o.command = command();
 		o.ssh = server_.client_options();
-		client::settings s = client::read_settings([](const char *) -> const char * {
-			return nullptr;
-		});
+		client::settings s =
+		    client::read_settings([](const char *) -> const char * { return nullptr; });
 		s.providers = opts_.provider;
 		s.op_timeout = std::chrono::milliseconds(5000);
 		o.tuning = s;
@@ -122,12 +124,13 @@ private:
 };
 
 /** Page-aligned anonymous memory standing in for the local pool. */
-class local_pool {
+class local_pool
+{
 public:
 	explicit local_pool(std::size_t size) : size_(size)
 	{
-		void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			       -1, 0);
+		void *p =
+		    mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			throw std::runtime_error("mmap failed");
 		addr_ = static_cast<std::uint8_t *>(p);

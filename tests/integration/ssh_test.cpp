@@ -9,12 +9,15 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <random>
 #include <sys/socket.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace std::chrono_literals;
@@ -371,4 +374,77 @@ TEST_CASE("writes after close_stdin are refused", "[ssh][integration]")
 	std::array<std::uint8_t, 1> b{1};
 	CHECK(error_of([&] { s->write_all(b); }).errnum() == EPIPE);
 	CHECK(s->wait_exit(10s) == 0); // cat saw EOF
+}
+
+TEST_CASE("a large write flows through the remote window", "[ssh][integration]")
+{
+	auto k = GENERATE(kind::libssh, kind::external);
+	INFO(name(k));
+	// 8 MiB at once: far more than the SSH window (2 MiB) and the socket buffers, so
+	// write_all must wait for window adjustments while the remote side drains.
+	auto s = start("wc -c", k);
+	s->write_all(std::vector<std::uint8_t>(8 << 20, 0xa5));
+	s->close_stdin();
+	std::array<std::uint8_t, 8> got{};
+	s->read_exact(got, 10s);
+	CHECK(std::string(got.begin(), got.end()) == "8388608\n");
+	CHECK(s->wait_exit(10s) == 0);
+}
+
+TEST_CASE("a write the remote never consumes times out without hanging", "[ssh][integration]")
+{
+	auto k = GENERATE(kind::libssh, kind::external);
+	INFO(name(k));
+	auto o = options_for(k);
+	o.write_timeout = 300ms;
+	auto s = session::start(server().target(), "sleep 5", o);
+	auto t0 = clock_type::now();
+	auto e = error_of([&] { s->write_all(std::vector<std::uint8_t>(32 << 20)); });
+	CHECK(e.errnum() == ETIMEDOUT);
+	CHECK_THAT(e.message(), Catch::Contains("sleep 5"));
+	CHECK(seconds_since(t0) < 5.0);
+}
+
+namespace
+{
+void ignore_signal(int) {}
+} // namespace
+
+TEST_CASE("signals during a wait do not break the session", "[ssh][integration]")
+{
+	auto k = GENERATE(kind::libssh, kind::external);
+	INFO(name(k));
+	struct sigaction sa {
+	}, old{};
+	sa.sa_handler = ignore_signal; // no SA_RESTART: poll() returns EINTR
+	sigaction(SIGUSR1, &sa, &old);
+	auto s = start("sleep 0.5; echo x", k);
+	auto main_thread = pthread_self();
+	std::thread poker([&] {
+		for (int i = 0; i < 5; i++) {
+			std::this_thread::sleep_for(50ms);
+			pthread_kill(main_thread, SIGUSR1);
+		}
+	});
+	std::array<std::uint8_t, 2> got{};
+	CHECK_NOTHROW(s->read_exact(got, 10s));
+	poker.join();
+	sigaction(SIGUSR1, &old, nullptr);
+	CHECK(got[0] == 'x');
+}
+
+TEST_CASE("an IPv6 target in brackets reaches a server on ::1", "[ssh][integration]")
+{
+	auto k = GENERATE(kind::libssh, kind::external);
+	INFO(name(k));
+	rpmem::test::sshd v6("::1");
+	auto o = v6.client_options();
+	if (k == kind::external)
+		o.external_program = v6.ssh_wrapper();
+	auto t = parse_target(fmt::format("root@[::1]:{}", v6.port()));
+	auto s = session::start(t, "echo v6", o);
+	std::array<std::uint8_t, 3> got{};
+	s->read_exact(got, 10s);
+	CHECK(std::string(got.begin(), got.end()) == "v6\n");
+	CHECK(s->host() == "::1");
 }
