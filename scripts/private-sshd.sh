@@ -4,7 +4,8 @@
 #   scripts/private-sshd.sh start DIR [ADDRESS]   prints shell exports for the client
 #   scripts/private-sshd.sh stop DIR
 # The exports point librpmem at DIR's keys: RPMEM_SSH_IDENTITY, RPMEM_SSH_KNOWN_HOSTS,
-# RPMEM_SSH_CONFIG, and RPMEM_DEMO_TARGET (root@ADDRESS:PORT or user@...).
+# RPMEM_SSH_CONFIG, RPMEM_DEMO_TARGET (user@ADDRESS:PORT), and RPMEM_SSH_WRAPPER (an ssh that
+# uses DIR's config: set RPMEM_SSH to it for programs that run ssh themselves, like pmempool).
 set -euo pipefail
 
 cmd=${1:?usage: $0 start|stop DIR [ADDRESS]}
@@ -64,7 +65,14 @@ Host rpmem-replica
   User $user
   IdentityFile $dir/client_key
   UserKnownHostsFile $dir/known_hosts
+Host *
+  IdentityFile $dir/client_key
+  UserKnownHostsFile $dir/known_hosts
+  BatchMode yes
 CFG
+# An ssh-compatible program for RPMEM_SSH (libpmempool runs it itself for `rpmemd --remove`).
+printf '#!/bin/sh\nexec ssh -F %s "$@"\n' "$dir/ssh_config" > "$dir/ssh"
+chmod +x "$dir/ssh"
 "$sshd_bin" -f "$dir/sshd_config" -E "$dir/sshd.log"
 for _ in $(seq 100); do
   (exec 3<>"/dev/tcp/$addr/$port") 2>/dev/null && break
@@ -76,4 +84,5 @@ export RPMEM_SSH_IDENTITY=$dir/client_key
 export RPMEM_SSH_KNOWN_HOSTS=$dir/known_hosts
 export RPMEM_SSH_CONFIG=$dir/ssh_config
 export RPMEM_DEMO_TARGET=$user@$addr:$port
+export RPMEM_SSH_WRAPPER=$dir/ssh
 ENV

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Debian's own libpmemobj, libpmempool and pmempool replicate through REPLICA lines, unmodified:
+// they dlopen our librpmem.so.1, which starts our rpmemd over the private sshd.
+#include "process.hpp"
+#include "replica_fixture.hpp"
+
+using namespace rpmem::test;
+
+namespace {
+
+/** A local pool set with one remote replica, and the environment stock programs need. */
+class replicated_setup {
+public:
+	explicit replicated_setup(sshd &server) : server_(server), node_(server)
+	{
+		local_ = make_temp_dir("/tmp", "rpmem-local-");
+		node_.write_poolset("remote.set", {"80M"});
+		poolset_ = local_ / "pool.set";
+		std::ofstream(poolset_) << fmt::format("PMEMPOOLSET\n64M {}\nREPLICA {} remote.set\n",
+						       (local_ / "local.part").string(),
+						       server_.target().str());
+	}
+	~replicated_setup()
+	{
+		std::error_code ec;
+		fs::remove_all(local_, ec);
+	}
+
+	/** Environment for stock tools: our librpmem, our rpmemd, the fixture's keys. libpmempool
+	 * runs ssh itself (`rpmemd --remove`), so RPMEM_SSH is the fixture's ssh wrapper. */
+	std::string env(bool with_ssh_wrapper = false) const
+	{
+		auto o = server_.client_options();
+		std::string e = fmt::format("LD_LIBRARY_PATH={}/lib RPMEM_CMD='{}' RPMEM_SSH_CONFIG={} "
+					    "RPMEM_SSH_KNOWN_HOSTS={} RPMEM_SSH_IDENTITY={} "
+					    "RPMEM_LOG_LEVEL=1",
+					    RPMEM_BINARY_DIR, node_.command(), o.config_file,
+					    o.known_hosts_file, o.identity_files.at(0));
+		if (with_ssh_wrapper)
+			e += " RPMEM_SSH=" + server_.ssh_wrapper();
+		return e;
+	}
+
+	std::string example(const std::string &args) const
+	{
+		return fmt::format("{}/bin/06-pmemobj-replica {} {}", RPMEM_BINARY_DIR, args,
+				   poolset_.string());
+	}
+
+	const fs::path &poolset() const { return poolset_; }
+	fs::path local_part() const { return local_ / "local.part"; }
+	fs::path remote_part() const { return node_.part("remote.set"); }
+	replica &node() { return node_; }
+
+private:
+	sshd &server_;
+	replica node_;
+	fs::path local_;
+	fs::path poolset_;
+};
+
+void require_ok(const process_result &r, const std::string &what)
+{
+	INFO(what << " printed:\n" << r.output);
+	REQUIRE(r.status == 0);
+}
+
+} // namespace
+
+TEST_CASE("stock libpmemobj replicates transactions from several threads", "[stock][pmemobj]")
+{
+	sshd server;
+	replicated_setup s(server);
+	require_ok(run(s.example("create"), s.env()), "06-pmemobj-replica create");
+	auto verify = run(s.example("verify"), s.env());
+	require_ok(verify, "06-pmemobj-replica verify");
+	CHECK(verify.output.find("800 records: 0 bad") != std::string::npos);
+
+	// The replica holds the data: lose the master, rebuild it from the replica, verify.
+	fs::remove(s.local_part());
+	require_ok(run("pmempool sync " + s.poolset().string(), s.env(true)), "pmempool sync");
+	auto again = run(s.example("verify"), s.env());
+	require_ok(again, "verify after rebuilding the master from the replica");
+	CHECK(again.output.find("800 records: 0 bad") != std::string::npos);
+}
+
+TEST_CASE("pmempool create, info on the replica host, sync and rm", "[stock][pmempool]")
+{
+	sshd server;
+	replicated_setup s(server);
+	require_ok(run("pmempool create --layout=rpmem obj " + s.poolset().string(), s.env()),
+		   "pmempool create obj");
+	auto info = run("pmempool info " + s.remote_part().string());
+	require_ok(info, "pmempool info on the replica part");
+	CHECK(info.output.find("PMEMOBJ") != std::string::npos);
+	CHECK(info.output.find("Checksum") != std::string::npos);
+	CHECK(info.output.find("[OK]") != std::string::npos);
+
+	SECTION("sync re-creates a damaged remote replica from the master")
+	{
+		{
+			std::fstream f(s.remote_part(), std::ios::in | std::ios::out | std::ios::binary);
+			f.seekp(100);
+			f.write("garbage", 7);
+		}
+		CHECK(run("pmempool info " + s.remote_part().string()).status != 0);
+		require_ok(run("pmempool sync " + s.poolset().string(), s.env(true)),
+			   "pmempool sync (remote replica damaged)");
+		require_ok(run("pmempool info " + s.remote_part().string()),
+			   "pmempool info after sync");
+	}
+	SECTION("sync re-creates a lost remote replica")
+	{
+		fs::remove(s.remote_part());
+		require_ok(run("pmempool sync " + s.poolset().string(), s.env(true)),
+			   "pmempool sync (remote replica lost)");
+		CHECK(fs::exists(s.remote_part()));
+	}
+	SECTION("sync rebuilds a lost master from the remote replica")
+	{
+		fs::remove(s.local_part());
+		require_ok(run("pmempool sync " + s.poolset().string(), s.env(true)),
+			   "pmempool sync (master lost)");
+		CHECK(fs::exists(s.local_part()));
+		require_ok(run("pmempool info " + s.local_part().string()), "pmempool info master");
+	}
+	require_ok(run("pmempool rm " + s.poolset().string(), s.env(true)), "pmempool rm");
+	CHECK(!fs::exists(s.remote_part()));
+	CHECK(!fs::exists(s.local_part()));
+}
