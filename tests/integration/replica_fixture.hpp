@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -169,6 +170,38 @@ inline control::pool_attr sample_attr(std::uint8_t salt = 1)
 		a.prev_uuid[i] = static_cast<std::uint8_t>(0x40 + i + salt);
 	}
 	return a;
+}
+
+} // namespace rpmem::test
+
+namespace rpmem::test
+{
+
+/** The PID of the rpmemd serving the replica whose directory is `unique`, or -1. */
+inline pid_t find_rpmemd(const std::string &unique)
+{
+	for (const auto &e : std::filesystem::directory_iterator("/proc")) {
+		auto name = e.path().filename().string();
+		if (name.find_first_not_of("0123456789") != std::string::npos)
+			continue;
+		std::string cmdline = slurp(e.path() / "cmdline");
+		std::string exe;
+		std::error_code ec;
+		exe = std::filesystem::read_symlink(e.path() / "exe", ec).string();
+		if (exe.find("rpmemd") != std::string::npos &&
+		    cmdline.find(unique) != std::string::npos)
+			return static_cast<pid_t>(std::stol(name));
+	}
+	return -1;
+}
+
+/** SIGKILLs that rpmemd; false when none was found. */
+inline bool run_kill_rpmemd(const std::string &unique)
+{
+	pid_t pid = find_rpmemd(unique);
+	if (pid <= 0)
+		return false;
+	return ::kill(pid, SIGKILL) == 0;
 }
 
 } // namespace rpmem::test

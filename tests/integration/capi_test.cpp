@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The C ABI's errno and messages for each failure PMDK's reference lists, through the real
+// librpmem.so.1, sshd and rpmemd. Settings come from the environment, as for any C program.
+#include "replica_fixture.hpp"
+
+#include "librpmem.h"
+
+#include <cerrno>
+#include <csignal>
+#include <thread>
+
+using namespace rpmem::test;
+
+namespace
+{
+
+constexpr std::size_t pool_size = 8 << 20;
+
+/** One sshd and replica directory per process, announced through the environment. */
+struct environment {
+	sshd server;
+	replica node{server};
+
+	environment()
+	{
+		auto o = server.client_options();
+		setenv("RPMEM_CMD", node.command().c_str(), 1);
+		setenv("RPMEM_SSH_CONFIG", o.config_file.c_str(), 1);
+		setenv("RPMEM_SSH_KNOWN_HOSTS", o.known_hosts_file.c_str(), 1);
+		setenv("RPMEM_SSH_IDENTITY", o.identity_files.at(0).c_str(), 1);
+		setenv("RPMEM_PROVIDER", "tcp", 1);
+		setenv("RPMEM_TIMEOUT", "2000", 1);
+	}
+	std::string target() const { return server.target().str(); }
+};
+
+environment &env()
+{
+	static environment e;
+	return e;
+}
+
+rpmem_pool_attr c_attr()
+{
+	rpmem_pool_attr a{};
+	std::memcpy(a.signature, "PMEMOBJ", 7);
+	a.major = 6;
+	a.uuid[0] = 1;
+	a.poolset_uuid[0] = 2;
+	return a;
+}
+
+/** Expects a failure with `err` and a message containing `text`. */
+void expect_failure(int ret_or_null, int err, const std::string &text)
+{
+	int saved = errno;
+	INFO("rpmem_errormsg: " << rpmem_errormsg());
+	CHECK(ret_or_null != 0);
+	CHECK(saved == err);
+	CHECK(std::string(rpmem_errormsg()).find(text) != std::string::npos);
+}
+
+} // namespace
+
+TEST_CASE("capi: bad arguments are EINVAL", "[capi]")
+{
+	auto &e = env();
+	e.node.write_poolset("args.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = c_attr();
+	unsigned nlanes = 1;
+	errno = 0;
+	CHECK(rpmem_create(e.target().c_str(), "args.set", local.data(), pool_size, nullptr,
+	                   &attr) == nullptr);
+	CHECK(errno == EINVAL); // NULL nlanes: PMDK crashed here
+	unsigned zero = 0;
+	CHECK(rpmem_create(e.target().c_str(), "args.set", local.data(), pool_size, &zero, &attr) ==
+	      nullptr);
+	CHECK(errno == EINVAL);
+	CHECK(rpmem_create(e.target().c_str(), "args.set", local.data() + 8, pool_size, &nlanes,
+	                   &attr) == nullptr);
+	CHECK(errno == EINVAL);
+	CHECK(rpmem_create(e.target().c_str(), "args.set", local.data(), 100, &nlanes, &attr) ==
+	      nullptr);
+	CHECK(errno == EINVAL);
+	CHECK(rpmem_create(nullptr, "args.set", local.data(), pool_size, &nlanes, &attr) ==
+	      nullptr);
+	CHECK(errno == EINVAL);
+	CHECK(rpmem_remove(e.target().c_str(), "args.set", 0x10) != 0);
+	CHECK(errno == EINVAL);
+	CHECK(rpmem_close(nullptr) != 0);
+	CHECK(errno == EINVAL);
+
+	RPMEMpool *rpp =
+	    rpmem_create(e.target().c_str(), "args.set", local.data(), pool_size, &nlanes, &attr);
+	REQUIRE(rpp);
+	expect_failure(rpmem_persist(rpp, 0, 64, 0, 0), EINVAL, "header");
+	expect_failure(rpmem_persist(rpp, 4096, 64, nlanes, 0), EINVAL, "lane");
+	expect_failure(rpmem_flush(rpp, 4096, 64, 0, 0x4), EINVAL, "flags");
+	expect_failure(rpmem_drain(rpp, 0, 1), EINVAL, "flags");
+	expect_failure(rpmem_read(rpp, local.data(), pool_size - 10, 64, 0), EINVAL, "outside");
+	// One bad argument does not poison the handle.
+	std::memset(local.data() + 4096, 0x42, 64);
+	CHECK(rpmem_persist(rpp, 4096, 64, 0, 0) == 0);
+	CHECK(rpmem_flush(rpp, 4096, 64, 0, RPMEM_FLUSH_RELAXED) == 0);
+	CHECK(rpmem_drain(rpp, 0, 0) == 0);
+	CHECK(rpmem_deep_persist(rpp, 4096, 64, 0) == 0);
+	char back[64];
+	CHECK(rpmem_read(rpp, back, 4096, 64, 0) == 0);
+	CHECK(back[10] == 0x42);
+	CHECK(rpmem_close(rpp) == 0);
+	CHECK(rpmem_remove(e.target().c_str(), "args.set", RPMEM_REMOVE_FORCE) == 0);
+}
+
+TEST_CASE("capi: unknown, existing and busy pools, bad descriptor, unreachable host", "[capi]")
+{
+	auto &e = env();
+	e.node.write_poolset("p.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = c_attr();
+	unsigned nlanes = 2;
+
+	expect_failure(rpmem_open(e.target().c_str(), "nothere.set", local.data(), pool_size,
+	                          &nlanes, nullptr) != nullptr
+	                   ? 0
+	                   : 1,
+	               ENOENT, "nothere.set");
+	expect_failure(rpmem_create(e.target().c_str(), "../escape.set", local.data(), pool_size,
+	                            &nlanes, &attr) != nullptr
+	                   ? 0
+	                   : 1,
+	               EINVAL, "escape.set");
+
+	RPMEMpool *rpp =
+	    rpmem_create(e.target().c_str(), "p.set", local.data(), pool_size, &nlanes, &attr);
+	REQUIRE(rpp);
+	local_pool other(pool_size);
+	unsigned n2 = 1;
+	expect_failure(rpmem_open(e.target().c_str(), "p.set", other.data(), pool_size, &n2,
+	                          nullptr) != nullptr
+	                   ? 0
+	                   : 1,
+	               EBUSY, "in use");
+	CHECK(rpmem_close(rpp) == 0);
+	expect_failure(rpmem_create(e.target().c_str(), "p.set", local.data(), pool_size, &nlanes,
+	                            &attr) != nullptr
+	                   ? 0
+	                   : 1,
+	               EEXIST, "p.set");
+
+	rpmem_pool_attr got{};
+	rpp = rpmem_open(e.target().c_str(), "p.set", local.data(), pool_size, &nlanes, &got);
+	REQUIRE(rpp);
+	CHECK(std::memcmp(got.signature, "PMEMOBJ", 7) == 0);
+	CHECK(got.uuid[0] == 1);
+	auto changed = got;
+	changed.major = 7;
+	CHECK(rpmem_set_attr(rpp, &changed) == 0);
+	CHECK(rpmem_close(rpp) == 0);
+	rpp = rpmem_open(e.target().c_str(), "p.set", local.data(), pool_size, &nlanes, &got);
+	REQUIRE(rpp);
+	CHECK(got.major == 7);
+	CHECK(rpmem_close(rpp) == 0);
+
+	// Nothing listens on port 1 of 127.0.0.1: refused at once, not a hang.
+	expect_failure(rpmem_create("root@127.0.0.1:1", "p.set", local.data(), pool_size, &nlanes,
+	                            &attr) != nullptr
+	                   ? 0
+	                   : 1,
+	               ECONNREFUSED, "127.0.0.1");
+	CHECK(rpmem_remove(e.target().c_str(), "p.set", RPMEM_REMOVE_POOL_SET) == 0);
+}
+
+TEST_CASE("capi: a dead rpmemd is ECONNRESET on the next call, not a hang", "[capi][fault]")
+{
+	auto &e = env();
+	e.node.write_poolset("dead.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = c_attr();
+	unsigned nlanes = 2;
+	RPMEMpool *rpp =
+	    rpmem_create(e.target().c_str(), "dead.set", local.data(), pool_size, &nlanes, &attr);
+	REQUIRE(rpp);
+	CHECK(rpmem_persist(rpp, 4096, 4096, 0, 0) == 0);
+	auto killed = run_kill_rpmemd(e.node.dir().string());
+	REQUIRE(killed);
+	auto start = std::chrono::steady_clock::now();
+	int ret = rpmem_persist(rpp, 4096, 4096, 0, 0);
+	int err = errno;
+	auto took = std::chrono::steady_clock::now() - start;
+	INFO(rpmem_errormsg());
+	CHECK(ret != 0);
+	CHECK((err == ECONNRESET || err == ETIMEDOUT));
+	CHECK(took < std::chrono::seconds(5));
+	// And every later call too; close still frees the handle.
+	CHECK(rpmem_persist(rpp, 4096, 64, 1, 0) != 0);
+	rpmem_close(rpp);
+}
