@@ -35,20 +35,25 @@ bool in_bounds(std::uint64_t offset, std::uint64_t len, std::uint64_t size)
 	return offset <= size && len <= size - offset;
 }
 
-int persist_ranges(std::span<const std::uint8_t> payload, std::uint64_t count,
-                   const lane_limits &limits, persist_region &region)
+/** Validates every entry before touching the pool: a bad batch changes nothing. */
+int persist_batch(std::span<const std::uint8_t> payload, std::uint64_t count,
+                  persist_region &region, std::uint64_t &persisted)
 {
-	if (count > limits.max_ranges || payload.size() != count * rpmem::lane::range_size)
-		return EINVAL;
-	for (std::uint64_t i = 0; i < count; ++i) {
-		auto r = rpmem::lane::decode_range(payload.data() + i * rpmem::lane::range_size);
-		if (!in_bounds(r.offset, r.length, region.size()))
+	rpmem::lane::entry_reader check(payload, count);
+	while (auto e = check.next())
+		if (!in_bounds(e->offset, e->length, region.size()))
 			return EINVAL;
-	}
-	for (std::uint64_t i = 0; i < count; ++i) {
-		auto r = rpmem::lane::decode_range(payload.data() + i * rpmem::lane::range_size);
-		if (r.length)
-			region.persist(r.offset, r.length);
+	if (!check.ok())
+		return EINVAL;
+	rpmem::lane::entry_reader copy(payload, count);
+	while (auto e = copy.next())
+		if (e->data && e->length)
+			atomic_copy(region.base() + e->offset, e->data, e->length);
+	rpmem::lane::entry_reader persist(payload, count);
+	while (auto e = persist.next()) {
+		if (e->length)
+			region.persist(e->offset, e->length);
+		persisted += e->length;
 	}
 	return 0;
 }
@@ -56,40 +61,30 @@ int persist_ranges(std::span<const std::uint8_t> payload, std::uint64_t count,
 } // namespace
 
 int execute(std::span<const std::uint8_t> msg, const lane_limits &limits, persist_region &region,
-            rpmem::lane::request *decoded)
+            rpmem::lane::request *decoded, std::uint64_t *persisted)
 {
+	std::uint64_t ignored = 0;
+	std::uint64_t &bytes = persisted ? *persisted : ignored;
 	auto req = rpmem::lane::decode_request(msg);
-	if (!req || msg.size() < rpmem::lane::request_header_size)
+	if (!req)
 		return EPROTO;
 	if (decoded)
 		*decoded = *req;
-	if (req->lane >= limits.nlanes)
+	if (req->lane >= limits.nlanes ||
+	    msg.size() > rpmem::lane::request_header_size + std::size_t(limits.inline_max))
 		return EINVAL;
 	auto payload = msg.subspan(rpmem::lane::request_header_size);
 	try {
 		switch (req->kind) {
 		case op::persist:
+			return persist_batch(payload, req->length, region, bytes);
 		case op::deep_persist:
 			if (!payload.empty() || !in_bounds(req->offset, req->length, region.size()))
 				return EINVAL;
-			if (req->length == 0)
-				return 0;
-			if (req->kind == op::persist)
-				region.persist(req->offset, req->length);
-			else
+			if (req->length)
 				region.deep_persist(req->offset, req->length);
+			bytes = req->length;
 			return 0;
-		case op::persist_inline:
-			if (req->length > limits.inline_max || payload.size() != req->length ||
-			    !in_bounds(req->offset, req->length, region.size()))
-				return EINVAL;
-			if (req->length == 0)
-				return 0;
-			atomic_copy(region.base() + req->offset, payload.data(), payload.size());
-			region.persist(req->offset, req->length);
-			return 0;
-		case op::drain:
-			return persist_ranges(payload, req->length, limits, region);
 		}
 	} catch (const std::exception &) {
 		return EIO;

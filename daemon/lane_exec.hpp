@@ -28,18 +28,18 @@ public:
 
 struct lane_limits {
 	std::uint32_t nlanes = 0;
-	std::uint32_t inline_max = 0;
-	std::uint32_t max_ranges = 0; // ranges one drain request may list
+	std::uint32_t inline_max = 0; // largest payload a request may carry
 };
 
 /**
  * Validates and executes the request in `msg` (header plus payload, exactly as received).
  * Returns 0 on success or a positive errno (EINVAL for a malformed or out-of-range request,
  * EPROTO for bytes that are not a request, EIO when persisting failed). Never throws.
- * *lane_out receives the request's lane when the header could be decoded.
+ * *decoded receives the request header when it could be decoded; *persisted the bytes made
+ * durable.
  */
 int execute(std::span<const std::uint8_t> msg, const lane_limits &limits, persist_region &region,
-            rpmem::lane::request *decoded);
+            rpmem::lane::request *decoded, std::uint64_t *persisted = nullptr);
 
 /** Copies n bytes so that every 8-byte-aligned word of dst is written by one 8-byte store:
  * a reader of the replica never sees a torn aligned word. */

@@ -41,7 +41,8 @@ namespace
 
 inline constexpr std::uint32_t max_lanes = 65536;
 inline constexpr std::uint32_t max_endpoints = 16;
-inline constexpr std::uint32_t default_inline_max = 4096;
+// Payload bytes of one lane request: a 4 KiB persist inline plus room for a few more entries.
+inline constexpr std::uint32_t default_inline_max = 4096 + 256;
 inline constexpr std::uint32_t max_queue_depth = 256;
 inline constexpr auto accept_timeout = 30s;
 
@@ -136,8 +137,7 @@ public:
 		    static_cast<std::uint32_t>(std::min<std::size_t>(
 		        g.max_msg_size - rpmem::lane::request_header_size, UINT32_MAX)));
 		slot_size_ = rpmem::lane::request_header_size + inline_max_;
-		limits_ = {nlanes_, inline_max_,
-		           static_cast<std::uint32_t>(inline_max_ / rpmem::lane::range_size)};
+		limits_ = {nlanes_, inline_max_};
 
 		eq_ = std::make_unique<fab::eq>(*domain_);
 		pep_ = std::make_unique<fab::passive_endpoint>(*domain_, fi);
@@ -295,25 +295,24 @@ private:
 	void on_connreq(fab::eq_event &ev)
 	{
 		std::string why;
-		rpmem::lane::conn_data cd{};
-		if (ev.data.size() < rpmem::lane::conn_data_size) {
+		// Some transports pad private data (RDMA CM): only the first bytes are ours.
+		auto cd =
+		    rpmem::lane::decode_conn_data(std::span<const std::uint8_t>(ev.data).first(
+		        std::min(ev.data.size(), rpmem::lane::conn_data_size)));
+		if (!cd) {
 			why = fmt::format("{} bytes of connection data instead of {}",
 			                  ev.data.size(), rpmem::lane::conn_data_size);
 		} else {
-			std::memcpy(cd.secret, ev.data.data(), sizeof(cd.secret));
-			rpmem::wire::reader rd(
-			    std::span<const std::uint8_t>(ev.data.data() + 32, 4));
-			cd.endpoint = rd.u32();
 			unsigned char diff = 0; // constant time: no timing oracle on the secret
-			for (std::size_t i = 0; i < sizeof(cd.secret); ++i)
+			for (std::size_t i = 0; i < cd->secret.size(); ++i)
 				diff |=
-				    static_cast<unsigned char>(cd.secret[i] ^ params_.secret[i]);
+				    static_cast<unsigned char>(cd->secret[i] ^ params_.secret[i]);
 			if (diff)
 				why = "wrong session secret";
-			else if (cd.endpoint >= nendpoints_)
-				why = fmt::format("endpoint index {} out of range", cd.endpoint);
-			else if (conns_[cd.endpoint]->ep)
-				why = fmt::format("endpoint {} is already connected", cd.endpoint);
+			else if (cd->endpoint >= nendpoints_)
+				why = fmt::format("endpoint index {} out of range", cd->endpoint);
+			else if (conns_[cd->endpoint]->ep)
+				why = fmt::format("endpoint {} is already connected", cd->endpoint);
 		}
 		if (!why.empty()) {
 			log_warn("refused a fabric connection request: {}", why);
@@ -324,7 +323,7 @@ private:
 			}
 			return;
 		}
-		auto &c = *conns_[cd.endpoint];
+		auto &c = *conns_[cd->endpoint];
 		try {
 			c.ep = std::make_unique<fab::endpoint>(*domain_, ev.conn_info);
 			c.ep->bind(*eq_);
@@ -341,7 +340,7 @@ private:
 			}
 			c.ep->accept({});
 		} catch (const rpmem::error &e) {
-			log_err("accepting fabric connection {} failed: {}", cd.endpoint,
+			log_err("accepting fabric connection {} failed: {}", cd->endpoint,
 			        e.message());
 			failed_ = true;
 		}
@@ -407,11 +406,11 @@ private:
 		std::span<const std::uint8_t> msg(buf,
 		                                  std::min<std::size_t>(entry.len, slot_size_));
 		rpmem::lane::request req;
-		int err = execute(msg, limits_, region_, &req);
+		std::uint64_t persisted = 0;
+		int err = execute(msg, limits_, region_, &req, &persisted);
 		requests_.fetch_add(1, std::memory_order_relaxed);
 		last_activity_.store(now_ns(), std::memory_order_relaxed);
-		if (err == 0 && req.kind != rpmem::lane::op::drain)
-			bytes_.fetch_add(req.length, std::memory_order_relaxed);
+		bytes_.fetch_add(persisted, std::memory_order_relaxed);
 		if (err == EPROTO) {
 			// Not a lane request at all: this peer cannot be trusted any more.
 			log_err("connection {}: a {}-byte message that is not a lane request: "

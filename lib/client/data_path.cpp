@@ -40,8 +40,6 @@ struct op_context {
 	std::uint32_t index; // lane number, or receive slot
 };
 
-inline constexpr std::uint32_t max_pending_ranges = 64;
-
 } // namespace
 
 /** One lane: an ordering domain with one request slot. Used by one thread at a time. */
@@ -53,7 +51,12 @@ struct alignas(64) lane_state {
 	std::uint64_t *raw = nullptr; // target of APM reads (registered for FI_READ)
 	op_context ctx{};
 	struct connection *conn = nullptr;
-	std::vector<ln::range> pending; // relaxed flushes not yet drained
+	// The batch being built in the slot's payload: flushed ranges not yet durable.
+	std::size_t batch_bytes = 0;
+	std::uint64_t batch_entries = 0;
+	bool batch_inline = false;     // some entry carries its data
+	std::uint64_t last_offset = 0; // the latest range written by RDMA (APM reads it back)
+	std::uint64_t last_length = 0;
 };
 
 /** One fabric connection shared by the lanes l with l % E == index. */
@@ -86,6 +89,13 @@ struct data_path::impl {
 	void send_request(lane_state &l, const ln::request &r, std::size_t payload);
 	void write(lane_state &l, std::uint64_t off, std::uint64_t len, bool signal);
 	void read_back(lane_state &l, void *buf, std::uint64_t off, std::uint64_t len, void *desc);
+	void add(lane_state &l, unsigned lane, std::uint64_t off, std::uint64_t len);
+	void finish(lane_state &l, unsigned lane);
+	void send_batch(lane_state &l, unsigned lane);
+	bool fits(const lane_state &l, std::size_t n) const
+	{
+		return l.batch_bytes + n <= fabric.inline_max;
+	}
 	void check_eq();
 	void shutdown();
 	[[noreturn]] void throw_lane_error(const lane_state &l, const char *what) const;
@@ -142,7 +152,12 @@ data_path::impl::impl(const control::fabric_params &f, const std::string &h, voi
 	saw = g.send_after_write();
 	local_mr = g.local_mr();
 	max_msg = std::max<std::size_t>(g.max_msg_size, 4096);
-	inline_max = fabric.inline_max;
+	// The largest range that still fits the daemon's payload as one inline entry.
+	if (fabric.inline_max < ln::entry_header_size + 8)
+		throw rpmem::error(EPROTO, fmt::format("{}: rpmemd announced an inline payload of "
+		                                       "{} bytes: too small for one entry",
+		                                       host, fabric.inline_max));
+	inline_max = (fabric.inline_max - ln::entry_header_size) & ~7U;
 	if (cfg.inline_max >= 0)
 		inline_max =
 		    std::min<std::uint32_t>(inline_max, static_cast<std::uint32_t>(cfg.inline_max));
@@ -188,7 +203,6 @@ data_path::impl::impl(const control::fabric_params &f, const std::string &h, voi
 		ls.ctx.kind = ctx_kind::lane_op;
 		ls.ctx.index = l;
 		ls.conn = conns[l % fabric.nendpoints].get();
-		ls.pending.reserve(max_pending_ranges);
 	}
 	connect_all();
 }
@@ -201,9 +215,7 @@ void data_path::impl::connect_all()
 			c->recv_ctx[s].index = s;
 		}
 		std::uint8_t pd[ln::conn_data_size];
-		std::memcpy(pd, fabric.secret.data(), 32);
-		for (int i = 0; i < 4; ++i)
-			pd[32 + i] = static_cast<std::uint8_t>(c->index >> (8 * i));
+		ln::encode(ln::conn_data{fabric.secret, c->index}, pd);
 		c->ep->connect(pd);
 	}
 	std::uint32_t connected = 0;
@@ -483,6 +495,55 @@ void data_path::impl::read_back(lane_state &l, void *buf, std::uint64_t off, std
 	wait(l);
 }
 
+/** Adds a range to the lane's batch: inline when it fits, else written by RDMA right now. */
+void data_path::impl::add(lane_state &l, unsigned lane, std::uint64_t off, std::uint64_t len)
+{
+	const auto with_data = ln::entry_size(len, true);
+	if (len <= inline_max) {
+		if (!fits(l, with_data) && l.batch_entries)
+			send_batch(l, lane);
+		l.batch_bytes += ln::encode(off, len, pool + off,
+		                            l.msg + ln::request_header_size + l.batch_bytes);
+		l.batch_inline = true;
+		++l.batch_entries;
+		return;
+	}
+	write(l, off, len, !saw);
+	if (!saw)
+		wait(l); // without send-after-write order the write must land before the message
+	if (!fits(l, ln::entry_header_size))
+		send_batch(l, lane);
+	l.batch_bytes +=
+	    ln::encode(off, len, nullptr, l.msg + ln::request_header_size + l.batch_bytes);
+	++l.batch_entries;
+	l.last_offset = off;
+	l.last_length = len;
+}
+
+/** Makes the lane's batch durable: one round trip. */
+void data_path::impl::finish(lane_state &l, unsigned lane)
+{
+	if (fabric.method == control::persist_method::apm && !l.batch_inline) {
+		// APM: the replica declared NIC writes durable; a read behind them proves arrival.
+		std::uint64_t n = std::min<std::uint64_t>(l.last_length, 8);
+		l.batch_bytes = 0;
+		l.batch_entries = 0;
+		read_back(l, l.raw, l.last_offset + l.last_length - n, n, raw_mr->desc());
+		return;
+	}
+	send_batch(l, lane);
+}
+
+void data_path::impl::send_batch(lane_state &l, unsigned lane)
+{
+	std::size_t bytes = l.batch_bytes;
+	std::uint64_t entries = l.batch_entries;
+	l.batch_bytes = 0;
+	l.batch_entries = 0;
+	l.batch_inline = false;
+	send_request(l, {ln::op::persist, lane, 0, entries, ++l.cookie}, bytes);
+}
+
 void data_path::impl::shutdown()
 {
 	if (down.exchange(true))
@@ -518,77 +579,28 @@ void data_path::persist(std::uint64_t offset, std::uint64_t length, unsigned lan
 	auto &l = d.lanes[lane];
 	if (length == 0)
 		return;
-	if (!relaxed && length <= d.inline_max) {
-		std::memcpy(l.msg + ln::request_header_size, d.pool + offset, length);
-		d.send_request(l, {ln::op::persist_inline, lane, offset, length, ++l.cookie},
-		               length);
-		return;
-	}
-	if (d.fabric.method == control::persist_method::apm) {
-		d.write(l, offset, length, false);
-		d.read_back(l, l.raw, offset + length - std::min<std::uint64_t>(length, 8),
-		            std::min<std::uint64_t>(length, 8), d.raw_mr->desc());
-		return;
-	}
-	d.write(l, offset, length, !d.saw);
-	if (!d.saw)
-		d.wait(l);
-	d.send_request(l, {ln::op::persist, lane, offset, length, ++l.cookie}, 0);
+	// Small ranges travel inline (the daemon stores aligned words whole); large ones are
+	// written zero-copy. A relaxed persist may tear, so it takes the same path: inline is
+	// cheaper.
+	(void)relaxed;
+	d.add(l, lane, offset, length);
+	d.finish(l, lane);
 }
 
 void data_path::flush(std::uint64_t offset, std::uint64_t length, unsigned lane)
 {
 	auto &d = *impl_;
-	auto &l = d.lanes[lane];
-	if (length == 0)
-		return;
-	d.write(l, offset, length, false);
-	auto &p = l.pending;
-	if (!p.empty() && offset <= p.back().offset + p.back().length &&
-	    offset + length >= p.back().offset) {
-		auto lo = std::min(offset, p.back().offset);
-		auto hi = std::max(offset + length, p.back().offset + p.back().length);
-		p.back() = {lo, hi - lo};
-	} else if (p.size() < max_pending_ranges && p.size() < d.inline_max / ln::range_size) {
-		p.push_back({offset, length});
-	} else {
-		// Too many scattered ranges: persist their hull, which covers them all.
-		auto lo = std::min(offset, p.front().offset);
-		auto hi = offset + length;
-		for (auto &r : p) {
-			lo = std::min(lo, r.offset);
-			hi = std::max(hi, r.offset + r.length);
-		}
-		p.assign(1, {lo, hi - lo});
-	}
+	if (length)
+		d.add(d.lanes[lane], lane, offset, length);
 }
 
 void data_path::drain(unsigned lane)
 {
 	auto &d = *impl_;
 	auto &l = d.lanes[lane];
-	if (l.pending.empty()) {
-		d.check_broken(*l.conn);
-		return;
-	}
-	if (d.fabric.method == control::persist_method::apm) {
-		auto last = l.pending.back();
-		d.read_back(l, l.raw, last.offset, std::min<std::uint64_t>(last.length, 8),
-		            d.raw_mr->desc());
-		l.pending.clear();
-		return;
-	}
-	if (!d.saw) {
-		// Without send-after-write order, make sure the writes have landed first.
-		auto last = l.pending.back();
-		d.read_back(l, l.raw, last.offset, std::min<std::uint64_t>(last.length, 8),
-		            d.raw_mr->desc());
-	}
-	std::size_t n = l.pending.size();
-	for (std::size_t i = 0; i < n; ++i)
-		ln::encode(l.pending[i], l.msg + ln::request_header_size + i * ln::range_size);
-	l.pending.clear();
-	d.send_request(l, {ln::op::drain, lane, 0, n, ++l.cookie}, n * ln::range_size);
+	d.check_broken(*l.conn);
+	if (l.batch_entries)
+		d.finish(l, lane);
 }
 
 void data_path::deep_persist(std::uint64_t offset, std::uint64_t length, unsigned lane)
@@ -599,6 +611,7 @@ void data_path::deep_persist(std::uint64_t offset, std::uint64_t length, unsigne
 		d.write(l, offset, length, !d.saw);
 	if (length && !d.saw)
 		d.wait(l);
+	// Only the header is sent: a batch of relaxed flushes behind it in the slot stays intact.
 	d.send_request(l, {ln::op::deep_persist, lane, offset, length, ++l.cookie}, 0);
 }
 

@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // In-band messages carried over the fabric connections (docs/protocol.md, "Lane messages").
-// A request is a 32-byte header, optionally followed by inline data (persist_inline) or by an
-// array of ranges (drain). A response is 16 bytes. Little-endian like every rpmem wire format.
+//
+// A request is a 32-byte header and a payload. `persist` carries a batch of entries: each entry
+// is a range (16 bytes) optionally followed by its data inline (padded to 8 bytes); ranges without
+// data were written by RDMA before the request (send-after-write order). The daemon copies inline
+// data with 8-byte-atomic stores, then makes every range durable, then answers with a 16-byte
+// response. One message therefore carries one persist, or many relaxed flushes and their drain.
+// Little-endian like every rpmem wire format.
 #pragma once
 
 #include "common/wire.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <span>
 
@@ -15,28 +22,29 @@ namespace rpmem::lane
 {
 
 enum class op : std::uint16_t {
-	persist = 1, // data already written by RDMA write at [offset, offset+length): persist it
-	persist_inline = 2, // data follows the header: copy (8-byte atomic) and persist
-	deep_persist = 3,   // data already written: persist down to the media (msync even on pmem)
-	drain = 4, // persist every range listed after the header (a lane's relaxed flushes)
+	persist = 1,      // payload: `length` entries; persist every range (pmem_persist / msync)
+	deep_persist = 2, // [offset, offset+length) already written: persist down to the media
 };
 
 inline constexpr std::uint16_t request_magic = 0x4c52; // "RL"
 inline constexpr std::size_t request_header_size = 32;
 inline constexpr std::size_t response_size = 16;
-inline constexpr std::size_t range_size = 16;
+inline constexpr std::size_t entry_header_size = 16;
+inline constexpr std::uint64_t entry_inline_flag = 1ULL << 63;
 
 struct request {
 	op kind = op::persist;
 	std::uint32_t lane = 0;
-	std::uint64_t offset = 0;
-	std::uint64_t length = 0; // persist: bytes; inline: bytes of data; drain: number of ranges
+	std::uint64_t offset = 0; // deep_persist: start of the range; persist: 0
+	std::uint64_t length = 0; // deep_persist: bytes; persist: number of entries
 	std::uint64_t cookie = 0; // echoed in the response
 };
 
-struct range {
+/** One range of a persist batch; `data` points into the payload when the bytes travel inline. */
+struct entry {
 	std::uint64_t offset = 0;
 	std::uint64_t length = 0;
+	const std::uint8_t *data = nullptr;
 };
 
 struct response {
@@ -45,25 +53,42 @@ struct response {
 	std::uint64_t cookie = 0;
 };
 
+inline constexpr std::size_t padded(std::size_t n)
+{
+	return (n + 7) & ~std::size_t(7);
+}
+
+/** Bytes an entry takes in the payload. */
+inline constexpr std::size_t entry_size(std::uint64_t length, bool with_data)
+{
+	return entry_header_size + (with_data ? padded(length) : 0);
+}
+
+namespace detail
+{
+inline void put(std::uint8_t *&p, std::uint64_t v, int n)
+{
+	for (int i = 0; i < n; ++i)
+		*p++ = static_cast<std::uint8_t>(v >> (8 * i));
+}
+} // namespace detail
+
 inline void encode(const request &r, std::uint8_t *out)
 {
-	std::uint8_t *p = out;
-	auto put = [&p](std::uint64_t v, int n) {
-		for (int i = 0; i < n; ++i)
-			*p++ = static_cast<std::uint8_t>(v >> (8 * i));
-	};
-	put(request_magic, 2);
-	put(static_cast<std::uint16_t>(r.kind), 2);
-	put(r.lane, 4);
-	put(r.offset, 8);
-	put(r.length, 8);
-	put(r.cookie, 8);
+	detail::put(out, request_magic, 2);
+	detail::put(out, static_cast<std::uint16_t>(r.kind), 2);
+	detail::put(out, r.lane, 4);
+	detail::put(out, r.offset, 8);
+	detail::put(out, r.length, 8);
+	detail::put(out, r.cookie, 8);
 }
 
 /** Decodes a request header; nullopt when the bytes are not a well-formed header. */
 inline std::optional<request> decode_request(std::span<const std::uint8_t> in)
 {
-	wire::reader rd(in.first(std::min(in.size(), request_header_size)));
+	if (in.size() < request_header_size)
+		return std::nullopt;
+	wire::reader rd(in.first(request_header_size));
 	std::uint16_t magic = rd.u16();
 	std::uint16_t kind = rd.u16();
 	request r;
@@ -71,38 +96,80 @@ inline std::optional<request> decode_request(std::span<const std::uint8_t> in)
 	r.offset = rd.u64();
 	r.length = rd.u64();
 	r.cookie = rd.u64();
-	if (!rd.ok() || magic != request_magic || kind < 1 || kind > 4)
+	if (!rd.ok() || magic != request_magic || kind < 1 || kind > 2)
 		return std::nullopt;
 	r.kind = static_cast<op>(kind);
 	return r;
 }
 
-inline void encode(const range &r, std::uint8_t *out)
+/** Writes an entry at out; copies `data` (length bytes, zero padded) when given. Returns the
+ * bytes written. */
+inline std::size_t encode(std::uint64_t offset, std::uint64_t length, const void *data,
+                          std::uint8_t *out)
 {
-	for (int i = 0; i < 8; ++i) {
-		out[i] = static_cast<std::uint8_t>(r.offset >> (8 * i));
-		out[8 + i] = static_cast<std::uint8_t>(r.length >> (8 * i));
-	}
+	std::uint8_t *p = out;
+	detail::put(p, offset, 8);
+	detail::put(p, length | (data ? entry_inline_flag : 0), 8);
+	if (!data)
+		return entry_header_size;
+	std::memcpy(p, data, length);
+	std::memset(p + length, 0, padded(length) - length);
+	return entry_size(length, true);
 }
 
-inline range decode_range(const std::uint8_t *in)
+/**
+ * Walks a persist payload. next() returns the next entry or nullopt at the end; ok() tells
+ * whether the payload was well formed (every entry complete, nothing left over, count matched).
+ */
+class entry_reader
 {
-	range r;
-	for (int i = 0; i < 8; ++i) {
-		r.offset |= static_cast<std::uint64_t>(in[i]) << (8 * i);
-		r.length |= static_cast<std::uint64_t>(in[8 + i]) << (8 * i);
+public:
+	entry_reader(std::span<const std::uint8_t> payload, std::uint64_t count)
+	    : payload_(payload), left_(count)
+	{
 	}
-	return r;
-}
+	std::optional<entry> next()
+	{
+		if (left_ == 0) {
+			ok_ = ok_ && pos_ == payload_.size();
+			return std::nullopt;
+		}
+		if (payload_.size() - pos_ < entry_header_size) {
+			ok_ = false;
+			return std::nullopt;
+		}
+		wire::reader rd(payload_.subspan(pos_, entry_header_size));
+		entry e;
+		e.offset = rd.u64();
+		std::uint64_t len = rd.u64();
+		pos_ += entry_header_size;
+		e.length = len & ~entry_inline_flag;
+		if (len & entry_inline_flag) {
+			if (e.length > payload_.size() - pos_ ||
+			    padded(e.length) > payload_.size() - pos_) {
+				ok_ = false;
+				return std::nullopt;
+			}
+			e.data = payload_.data() + pos_;
+			pos_ += padded(e.length);
+		}
+		--left_;
+		return e;
+	}
+	bool ok() const { return ok_; }
+
+private:
+	std::span<const std::uint8_t> payload_;
+	std::uint64_t left_;
+	std::size_t pos_ = 0;
+	bool ok_ = true;
+};
 
 inline void encode(const response &r, std::uint8_t *out)
 {
-	for (int i = 0; i < 4; ++i) {
-		out[i] = static_cast<std::uint8_t>(r.lane >> (8 * i));
-		out[4 + i] = static_cast<std::uint8_t>(r.err >> (8 * i));
-	}
-	for (int i = 0; i < 8; ++i)
-		out[8 + i] = static_cast<std::uint8_t>(r.cookie >> (8 * i));
+	detail::put(out, r.lane, 4);
+	detail::put(out, r.err, 4);
+	detail::put(out, r.cookie, 8);
 }
 
 inline std::optional<response> decode_response(std::span<const std::uint8_t> in)
@@ -117,11 +184,31 @@ inline std::optional<response> decode_response(std::span<const std::uint8_t> in)
 	return r;
 }
 
-/** Private data a client presents with each fabric connection request. */
+/** Private data a client presents with each fabric connection request: the session's secret
+ * (32 bytes) and the index of the endpoint (u32). */
 struct conn_data {
-	std::uint8_t secret[32];
-	std::uint32_t endpoint;
+	std::array<std::uint8_t, 32> secret{};
+	std::uint32_t endpoint = 0;
 };
 inline constexpr std::size_t conn_data_size = 36;
+
+inline void encode(const conn_data &c, std::uint8_t *out)
+{
+	std::memcpy(out, c.secret.data(), c.secret.size());
+	out += c.secret.size();
+	detail::put(out, c.endpoint, 4);
+}
+
+/** nullopt unless exactly conn_data_size bytes. */
+inline std::optional<conn_data> decode_conn_data(std::span<const std::uint8_t> in)
+{
+	if (in.size() != conn_data_size)
+		return std::nullopt;
+	conn_data c;
+	std::memcpy(c.secret.data(), in.data(), c.secret.size());
+	wire::reader rd(in.subspan(c.secret.size()));
+	c.endpoint = rd.u32();
+	return c;
+}
 
 } // namespace rpmem::lane
