@@ -202,6 +202,11 @@ public:
 		stop_.store(true);
 		for (auto &cq : cqs_)
 			cq->signal();
+		// Wake the accept thread now rather than at its next timeout.
+		fi_eq_entry wake{};
+		if (fi_eq_write(eq_->get(), FI_NOTIFY, &wake, sizeof(wake), 0) < 0)
+			log_debug("could not wake the fabric event queue; the accept thread "
+				  "stops at its next timeout");
 		for (auto &t : workers_)
 			t.join();
 		if (accept_thread_.joinable())
