@@ -31,7 +31,9 @@ using namespace std::chrono_literals;
 namespace
 {
 
-enum class ctx_kind : std::uint8_t { lane_op, recv };
+// lane_op: a signalled operation a lane waits for; recv: a response buffer; silent: an
+// unsignalled write, which only ever completes with an error.
+enum class ctx_kind : std::uint8_t { lane_op, recv, silent };
 
 /** Every posted operation's context: libfabric's FI_CONTEXT scratch space comes first. */
 struct op_context {
@@ -123,6 +125,7 @@ struct data_path::impl {
 	std::vector<std::uint8_t> resp_buf;
 	std::unique_ptr<fab::memory_region> pool_mr, msg_mr, raw_mr, resp_mr;
 	std::atomic<bool> down{false};
+	op_context silent_ctx{{}, ctx_kind::silent, 0};
 };
 
 data_path::impl::impl(const control::fabric_params &f, const std::string &h, void *addr,
@@ -299,6 +302,8 @@ void data_path::impl::check_eq()
 void data_path::impl::dispatch(connection &c, const fab::cq_entry &e)
 {
 	auto *ctx = static_cast<op_context *>(e.op_context);
+	if (ctx->kind == ctx_kind::silent)
+		return; // providers may report unsignalled writes anyway
 	if (ctx->kind == ctx_kind::lane_op) {
 		lanes[ctx->index].outstanding.fetch_sub(1, std::memory_order_acq_rel);
 		return;
@@ -336,7 +341,10 @@ void data_path::impl::progress(connection &c, bool block, lane_state *mine)
 	if (res.error) {
 		auto *ctx = static_cast<op_context *>(res.error->op_context);
 		int err = res.error->err == FI_ECANCELED || !ctx ? ECONNRESET : EIO;
-		if (ctx && ctx->kind == ctx_kind::lane_op && err == EIO) {
+		if (ctx && ctx->kind == ctx_kind::silent) {
+			// A lost write: nothing waits for it, and nothing after it can be trusted.
+			fail_all(err == EIO ? EIO : ECONNRESET, res.error->text);
+		} else if (ctx && ctx->kind == ctx_kind::lane_op && err == EIO) {
 			lanes[ctx->index].err = EIO;
 			lanes[ctx->index].outstanding.fetch_sub(1);
 		} else {
@@ -470,7 +478,8 @@ void data_path::impl::write(lane_state &l, std::uint64_t off, std::uint64_t len,
 			});
 		} else {
 			post(c, [&] {
-				return c.ep->write(pool + off, n, pool_mr->desc(), dst, &l.ctx);
+				return c.ep->write(pool + off, n, pool_mr->desc(), dst,
+				                   &silent_ctx);
 			});
 		}
 		off += n;
