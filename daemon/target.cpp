@@ -115,14 +115,20 @@ public:
 		nendpoints_ = std::min({nlanes_, max_endpoints, std::max<std::uint32_t>(cores, 2)});
 		nworkers_ = p.nthreads ? std::min<unsigned>(p.nthreads, nendpoints_)
 		                       : std::min<unsigned>(nendpoints_, cores);
-		std::uint32_t lanes_per_ep = (nlanes_ + nendpoints_ - 1) / nendpoints_;
-		queue_depth_ = std::min(lanes_per_ep, max_queue_depth);
 
 		// Kept for the target's lifetime: the sockets provider's listener refers to it.
 		listen_info_ = listen_info(p.address, p.providers);
 		const auto &fi = listen_info_;
 		domain_ = std::make_unique<fab::fabric_domain>(fi);
 		const auto &g = domain_->granted();
+		// Endpoints and completion queues are what the provider limits (not lanes).
+		if (g.ep_cnt && g.ep_cnt < nendpoints_ + 1)
+			nendpoints_ =
+			    std::max<std::uint32_t>(1, static_cast<std::uint32_t>(g.ep_cnt) - 1);
+		if (g.cq_cnt && g.cq_cnt < nworkers_)
+			nworkers_ = static_cast<unsigned>(g.cq_cnt);
+		nworkers_ = std::min<unsigned>(nworkers_, nendpoints_);
+		queue_depth_ = std::min((nlanes_ + nendpoints_ - 1) / nendpoints_, max_queue_depth);
 		if (g.rx_size)
 			queue_depth_ = std::min<std::uint32_t>(
 			    queue_depth_, static_cast<std::uint32_t>(g.rx_size));
@@ -206,7 +212,7 @@ public:
 		fi_eq_entry wake{};
 		if (fi_eq_write(eq_->get(), FI_NOTIFY, &wake, sizeof(wake), 0) < 0)
 			log_debug("could not wake the fabric event queue; the accept thread "
-				  "stops at its next timeout");
+			          "stops at its next timeout");
 		for (auto &t : workers_)
 			t.join();
 		if (accept_thread_.joinable())
