@@ -9,7 +9,7 @@ packages=(
   libpmem-dev libpmemobj-dev libpmempool-dev pmdk-tools
   libssh-dev catch2 libfmt-dev libcli11-dev
   openssh-server openssh-client
-  clang libclang-rt-14-dev clang-format
+  clang libclang-rt-14-dev clang-format gnuplot-nox
   iproute2 procps psmisc util-linux file binutils
 )
 

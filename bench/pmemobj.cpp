@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "pmemobj.hpp"
+
+#include "client/remote_pool.hpp"
+#include "rpmem/error.hpp"
+
+#include <fmt/format.h>
+#include <libpmemobj.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <spawn.h>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace rpmem::bench
+{
+
+namespace fs = std::filesystem;
+
+namespace
+{
+
+inline constexpr std::size_t object_size = 256;
+inline constexpr std::size_t slots = 1024;
+
+struct worker_result {
+	unsigned ops = 0;
+	double seconds = 0;
+	double median_us = 0;
+	double p99_us = 0;
+};
+
+fs::path librpmem_dir(const options &o)
+{
+	fs::path dir = o.librpmem_dir;
+	if (dir.empty())
+		dir = fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "lib";
+	if (!fs::exists(dir / "librpmem.so.1"))
+		throw rpmem::error(ENOENT, fmt::format("librpmem.so.1 is not in {}: pass "
+		                                       "--librpmem-dir with the directory of "
+		                                       "rpmem's librpmem.so.1",
+		                                       dir.string()));
+	return dir;
+}
+
+/** Runs the worker on `poolset` with extra environment; its one result line parsed. */
+worker_result run_worker(const options &o, const fs::path &poolset,
+                         const std::vector<std::string> &extra_env)
+{
+	std::vector<std::string> env;
+	for (char **e = environ; *e; ++e) {
+		std::string kv = *e;
+		bool replaced = false;
+		for (const auto &x : extra_env)
+			if (kv.compare(0, x.find('=') + 1, x, 0, x.find('=') + 1) == 0)
+				replaced = true;
+		if (!replaced)
+			env.push_back(kv);
+	}
+	env.insert(env.end(), extra_env.begin(), extra_env.end());
+	std::vector<char *> envp;
+	for (auto &s : env)
+		envp.push_back(s.data());
+	envp.push_back(nullptr);
+
+	std::string exe = fs::read_symlink("/proc/self/exe").string();
+	std::string ops = std::to_string(o.pmemobj_ops);
+	std::string flag = pmemobj_worker_flag, set = poolset.string();
+	std::vector<char *> argv{exe.data(), flag.data(), set.data(), ops.data(), nullptr};
+
+	int fds[2];
+	if (pipe(fds) != 0)
+		throw rpmem::error(errno, "pipe for the libpmemobj worker failed");
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+	posix_spawn_file_actions_addclose(&fa, fds[0]);
+	pid_t pid = -1;
+	int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), envp.data());
+	posix_spawn_file_actions_destroy(&fa);
+	close(fds[1]);
+	if (rc != 0) {
+		close(fds[0]);
+		throw rpmem::error(rc,
+		                   fmt::format("starting the libpmemobj worker {} failed", exe));
+	}
+	std::string text;
+	char buf[512];
+	ssize_t n;
+	while ((n = read(fds[0], buf, sizeof(buf))) > 0)
+		text.append(buf, static_cast<std::size_t>(n));
+	close(fds[0]);
+	int status = 0;
+	waitpid(pid, &status, 0);
+	worker_result r;
+	std::istringstream in(text);
+	std::string ok;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+	    !(in >> ok >> r.ops >> r.seconds >> r.median_us >> r.p99_us) || ok != "ok")
+		throw rpmem::error(EIO, fmt::format("the libpmemobj worker on {} failed (status "
+		                                    "{}): {}; its error is above",
+		                                    poolset.string(), status, text));
+	return r;
+}
+
+} // namespace
+
+int pmemobj_worker(int argc, char **argv)
+{
+	if (argc < 4) {
+		std::fprintf(stderr, "usage: %s %s POOLSET OPS\n", argv[0], pmemobj_worker_flag);
+		return 2;
+	}
+	const char *set = argv[2];
+	unsigned ops = static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10));
+	PMEMobjpool *pop = pmemobj_create(set, "rpmem-bench", 0, 0600);
+	if (!pop) {
+		std::fprintf(stderr, "rpmem-bench worker: pmemobj_create(%s) failed: %s\n", set,
+		             pmemobj_errormsg());
+		return 1;
+	}
+	PMEMoid root = pmemobj_root(pop, object_size * slots);
+	auto *base = static_cast<std::uint8_t *>(pmemobj_direct(root));
+	std::vector<double> t;
+	t.reserve(ops);
+	auto start = clock_type::now();
+	for (unsigned i = 0; i < ops + 10; ++i) {
+		if (i == 10)
+			start = clock_type::now();
+		auto t0 = clock_type::now();
+		std::size_t off = (i % slots) * object_size;
+		if (pmemobj_tx_begin(pop, nullptr, TX_PARAM_NONE) != 0 ||
+		    pmemobj_tx_add_range(root, off, object_size) != 0) {
+			std::fprintf(stderr, "rpmem-bench worker: transaction failed: %s\n",
+			             pmemobj_errormsg());
+			if (pmemobj_tx_stage() != TX_STAGE_NONE)
+				pmemobj_tx_end();
+			pmemobj_close(pop);
+			return 1;
+		}
+		std::memset(base + off, static_cast<int>(i & 0xff), object_size);
+		pmemobj_tx_commit();
+		if (pmemobj_tx_end() != 0) {
+			std::fprintf(stderr, "rpmem-bench worker: commit failed: %s\n",
+			             pmemobj_errormsg());
+			pmemobj_close(pop);
+			return 1;
+		}
+		if (i >= 10)
+			t.push_back(us_since(t0));
+	}
+	double secs = us_since(start) / 1e6;
+	auto s = summarize(t);
+	pmemobj_close(pop);
+	std::printf("ok %u %.6f %.3f %.3f\n", ops, secs, s.median, s.p99);
+	return 0;
+}
+
+void pmemobj_scenario(const options &o, const std::string &provider, std::vector<row> &out)
+{
+	auto libdir = librpmem_dir(o);
+	std::string templ = (fs::path(o.pmemobj_dir) / "rpmem-bench-obj.XXXXXX").string();
+	if (!mkdtemp(templ.data()))
+		throw rpmem::error(errno, fmt::format("cannot make a directory in {} for the "
+		                                      "libpmemobj pool: pass --pmemobj-dir",
+		                                      o.pmemobj_dir));
+	fs::path dir = templ;
+	struct cleanup {
+		fs::path d;
+		~cleanup()
+		{
+			std::error_code ec;
+			fs::remove_all(d, ec);
+		}
+	} guard{dir};
+	std::string ld = libdir.string();
+	if (const char *old = std::getenv("LD_LIBRARY_PATH"); old && *old)
+		ld += std::string(":") + old;
+	std::vector<std::string> env{"LD_LIBRARY_PATH=" + ld, "PMEM_IS_PMEM_FORCE=1",
+	                             "RPMEM_PROVIDER=" + provider};
+
+	auto make_set = [&](const std::string &name, bool replica) {
+		fs::path set = dir / (name + ".set");
+		std::ofstream f(set);
+		f << "PMEMPOOLSET\n"
+		  << o.pmemobj_size << " " << (dir / (name + ".part")).string() << "\n";
+		if (replica)
+			f << "REPLICA " << o.target << " " << o.pmemobj_remote_set << "\n";
+		return set;
+	};
+	auto to_row = [&](const std::string &param, const worker_result &w) {
+		row r;
+		r.provider = param == "local" ? "-" : provider;
+		r.method = param == "local" ? "-" : "gpspm";
+		r.scenario = "pmemobj-tx";
+		r.param = param;
+		r.median_us = w.median_us;
+		r.p99_us = w.p99_us;
+		r.ops_s = w.seconds > 0 ? w.ops / w.seconds : 0;
+		r.note = "tx: add_range 256B + write";
+		return r;
+	};
+	auto local = run_worker(o, make_set("local", false), env);
+	row lr = to_row("local", local);
+	out.push_back(lr);
+	if (o.pmemobj_remote_set.empty()) {
+		row r = to_row("replica", {});
+		r.note = "skipped: no --pmemobj-remote-set";
+		out.push_back(r);
+		return;
+	}
+	client::pool_options po;
+	auto s = client::process_settings();
+	s.providers = provider;
+	po.tuning = s;
+	auto remove_remote = [&] {
+		try {
+			client::remote_pool::remove(o.target, o.pmemobj_remote_set,
+			                            client::remove_force, po);
+		} catch (const rpmem::error &) {
+		}
+	};
+	remove_remote();
+	worker_result rep;
+	try {
+		rep = run_worker(o, make_set("replica", true), env);
+	} catch (...) {
+		remove_remote();
+		throw;
+	}
+	remove_remote();
+	row r = to_row("replica", rep);
+	r.floor = "pmemobj-tx local";
+	r.floor_value = lr.ops_s;
+	r.ratio = lr.ops_s > 0 ? r.ops_s / lr.ops_s : 0;
+	out.push_back(r);
+}
+
+} // namespace rpmem::bench
