@@ -1,0 +1,8 @@
+# Every man page in docs/man renders with man -l, without groff warnings (.so links resolve
+# from a man3/man7 layout, as installed).
+add_test(NAME "docs: man pages render with man -l"
+  COMMAND sh -c "set -e; d=$(mktemp -d); trap 'rm -rf $d' EXIT; \
+for p in ${PROJECT_SOURCE_DIR}/docs/man/*.[1-8]; do s=\${p##*.}; mkdir -p $d/man$s; cp $p $d/man$s/; done; \
+cd $d; n=0; for p in man*/*; do out=$(MANWIDTH=80 man --warnings -l $p 2>&1 >/dev/null); \
+if [ -n \"$out\" ]; then echo \"$p: $out\"; exit 1; fi; n=$((n+1)); done; echo \"$n pages render\"")
+set_tests_properties("docs: man pages render with man -l" PROPERTIES LABELS "unit")

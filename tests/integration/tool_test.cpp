@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The rpmem command-line tool (tools/rpmem) against the real rpmemd over the private sshd:
+// every command, with stock libpmemobj (examples/06-pmemobj-replica) writing the pools that
+// verify, sync and promote work on.
+#include "process.hpp"
+#include "replica_fixture.hpp"
+
+#include <fstream>
+
+using namespace rpmem::test;
+
+namespace
+{
+
+const std::string tool = std::string(RPMEM_BINARY_DIR) + "/bin/rpmem";
+const std::string example = std::string(RPMEM_BINARY_DIR) + "/bin/06-pmemobj-replica";
+
+/** A local 64 MiB master with one remote replica (80 MiB) on the fixture's node. */
+class setup
+{
+public:
+	explicit setup(sshd &server) : server_(server), node_(server)
+	{
+		local_ = make_temp_dir("/tmp", "rpmem-tool-");
+		node_.write_poolset("remote.set", {"80M"});
+		poolset_ = local_ / "pool.set";
+		std::ofstream(poolset_)
+		    << fmt::format("PMEMPOOLSET\n64M {}\nREPLICA {} remote.set\n",
+		                   (local_ / "local.part").string(), target());
+	}
+	~setup()
+	{
+		std::error_code ec;
+		fs::remove_all(local_, ec);
+	}
+
+	/** How the tool and stock libpmemobj reach rpmemd: librpmem's own variables. */
+	std::string env(bool ssh_wrapper = false) const
+	{
+		auto o = server_.client_options();
+		return (ssh_wrapper ? "RPMEM_SSH=" + server_.ssh_wrapper() + " " : "") +
+		       fmt::format("LD_LIBRARY_PATH={}/lib RPMEM_CMD='{}' RPMEM_SSH_CONFIG={} "
+		                   "RPMEM_SSH_KNOWN_HOSTS={} RPMEM_SSH_IDENTITY={}",
+		                   RPMEM_BINARY_DIR, node_.command(), o.config_file,
+		                   o.known_hosts_file, o.identity_files.at(0));
+	}
+	process_result rpmem(const std::string &args) const
+	{
+		return run(tool + " " + args, env());
+	}
+	process_result obj(const std::string &what, const fs::path &set) const
+	{
+		return run(fmt::format("{} {} {}", example, what, set.string()), env());
+	}
+
+	std::string target() const { return server_.target().str(); }
+	const fs::path &poolset() const { return poolset_; }
+	const fs::path &local() const { return local_; }
+	fs::path local_part() const { return local_ / "local.part"; }
+	fs::path remote_part() const { return node_.part("remote.set"); }
+	replica &node() { return node_; }
+
+private:
+	sshd &server_;
+	replica node_;
+	fs::path local_;
+	fs::path poolset_;
+};
+
+void require_status(const process_result &r, int status, const std::string &what)
+{
+	INFO(what << " printed:\n" << r.output);
+	REQUIRE(r.status == status);
+}
+
+bool has(const process_result &r, const std::string &text)
+{
+	return r.output.find(text) != std::string::npos;
+}
+
+void overwrite(const fs::path &file, std::uint64_t offset, const std::string &bytes)
+{
+	std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+	f.seekp(static_cast<std::streamoff>(offset));
+	f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+} // namespace
+
+TEST_CASE("rpmem create, info, attr, open-check and rm manage one remote pool", "[tool]")
+{
+	sshd server;
+	setup s(server);
+	s.node().write_poolset("tool.set", {"8M"});
+	const std::string pool = s.target() + " tool.set";
+	const auto part = s.node().part("tool.set");
+	const std::string uuid = "01234567-89ab-cdef-0123-456789abcdef";
+
+	auto created = s.rpmem("create " + pool +
+	                       " --size 4M --signature TOOLTEST --major 3 "
+	                       "--uuid " +
+	                       uuid);
+	require_status(created, 0, "rpmem create");
+	CHECK(has(created, "created tool.set"));
+	CHECK(fs::exists(s.node().part("tool.set")));
+
+	auto info = s.rpmem("info " + pool);
+	require_status(info, 0, "rpmem info");
+	CHECK(has(info, "Signature         : TOOLTEST"));
+	CHECK(has(info, "Major             : 3"));
+	CHECK(has(info, "UUID              : " + uuid));
+	CHECK(has(info, "Next replica UUID : " + uuid)); // a new pool links to itself
+	CHECK(has(info, "Provider          :"));
+
+	// The daemon wrote a PMDK header with our signature.
+	CHECK(slurp(part).substr(0, 8) == "TOOLTEST");
+
+	require_status(s.rpmem("attr " + pool + " --major 4 --compat 0x8"), 0, "rpmem attr");
+	auto after = s.rpmem("info " + pool);
+	CHECK(has(after, "Major             : 4"));
+	CHECK(has(after, "Compat features   : 0x8"));
+	CHECK(has(after, "Signature         : TOOLTEST"));
+
+	auto check = s.rpmem("open-check " + pool);
+	require_status(check, 0, "rpmem open-check");
+	CHECK(has(check, "opens"));
+
+	auto again = s.rpmem("create " + pool + " --size 4M");
+	require_status(again, 1, "rpmem create of an existing pool");
+	CHECK(has(again, "rpmem create:"));
+
+	auto bad_uuid = s.rpmem("attr " + pool + " --uuid nonsense");
+	require_status(bad_uuid, 2, "rpmem attr with a malformed UUID");
+	CHECK(has(bad_uuid, "invalid UUID 'nonsense'"));
+
+	require_status(s.rpmem("rm " + pool), 0, "rpmem rm");
+	CHECK(!fs::exists(s.node().part("tool.set")));
+	CHECK(fs::exists(s.node().dir() / "tool.set"));
+	auto missing = s.rpmem("info " + pool);
+	require_status(missing, 1, "rpmem info of a removed pool");
+	CHECK(has(missing, "rpmem info:"));
+	require_status(s.rpmem("rm --force --pool-set " + pool), 0, "rpmem rm --force --pool-set");
+	CHECK(!fs::exists(s.node().dir() / "tool.set"));
+}
+
+TEST_CASE("rpmem verify finds differing ranges and rpmem sync repairs them", "[tool]")
+{
+	sshd server;
+	setup s(server);
+	// A pool libpmemobj created and closed: every byte it persisted went to the replica.
+	// (An application's run leaves run-time state in the master's heap that libpmemobj never
+	// persists or replicates, such as huge-chunk footers; rpmem(1) explains.)
+	const std::string set = s.poolset().string();
+	require_status(run("pmempool create --layout=rpmem-example-06 obj " + set, s.env()), 0,
+	               "pmempool create obj");
+
+	auto clean = s.rpmem("verify " + set);
+	require_status(clean, 0, "rpmem verify of a fresh replica");
+	CHECK(has(clean, "replica 1 (" + s.target() + " remote.set): in sync"));
+
+	// Two damaged ranges on the replica (rpmemd is not running: the file is idle).
+	overwrite(s.remote_part(), (2u << 20) + 100, "garbage!");
+	overwrite(s.remote_part(), (40u << 20), std::string(5000, '\x5a'));
+	auto dirty = s.rpmem("verify " + set);
+	require_status(dirty, 1, "rpmem verify of a damaged replica");
+	CHECK(has(dirty, "2 range(s) differ"));
+	CHECK(has(dirty, "0x200064-0x20006c (8 bytes)"));
+
+	SECTION("sync rewrites the replica, with progress lines when not on a terminal")
+	{
+		auto sync = s.rpmem("sync " + set);
+		require_status(sync, 0, "rpmem sync");
+		CHECK(has(sync, "sync replica 1 (" + s.target() + " remote.set): 50%"));
+		CHECK(has(sync, ": 100% (64.0 MiB of 64.0 MiB)"));
+		CHECK(has(sync, "synchronized"));
+	}
+	SECTION("sync re-creates a lost replica with the links the master expects")
+	{
+		fs::remove(s.remote_part());
+		auto lost = s.rpmem("verify " + set);
+		require_status(lost, 2, "rpmem verify of a lost replica");
+		CHECK(has(lost, "replica 1"));
+		auto sync = s.rpmem("sync --progress none " + set);
+		require_status(sync, 0, "rpmem sync of a lost replica");
+		CHECK(has(sync, "missing"));
+		CHECK(!has(sync, "%"));
+	}
+	require_status(s.rpmem("verify " + set), 0, "rpmem verify after sync");
+	require_status(run("pmempool info " + s.remote_part().string()), 0,
+	               "pmempool info on the synced replica");
+	// Lose the master: stock libpmempool rebuilds it from the replica rpmem sync wrote.
+	fs::remove(s.local_part());
+	auto gone = s.rpmem("verify " + set);
+	require_status(gone, 2, "rpmem verify without a master");
+	CHECK(has(gone, "rpmem promote"));
+	require_status(run("pmempool sync " + set, s.env(true)), 0,
+	               "pmempool sync (master rebuilt from the synced replica)");
+	require_status(s.rpmem("verify " + set), 0, "rpmem verify of the rebuilt master");
+}
+
+TEST_CASE("rpmem promote makes a replica the master: stock libpmemobj opens it, data intact",
+          "[tool][promote]")
+{
+	sshd server;
+	setup s(server);
+	require_status(s.obj("create", s.poolset()), 0, "06-pmemobj-replica create");
+	fs::remove(s.local_part()); // the master is lost
+
+	const fs::path replica_set = s.node().dir() / "remote.set";
+	auto before = s.obj("verify", replica_set);
+	INFO("libpmemobj on the unpromoted replica printed:\n" << before.output);
+	CHECK(before.status != 0); // its header links still name the lost master
+
+	auto dry = s.rpmem("promote --dry-run " + replica_set.string());
+	require_status(dry, 0, "rpmem promote --dry-run");
+	CHECK(has(dry, "dry run: nothing written"));
+	CHECK(s.obj("verify", replica_set).status != 0);
+
+	const fs::path promoted = s.local() / "promoted.set";
+	auto p = s.rpmem("promote " + replica_set.string() + " --output " + promoted.string());
+	require_status(p, 0, "rpmem promote");
+	CHECK(has(p, "promoted: replica links of 1 header(s)"));
+	REQUIRE(fs::exists(promoted));
+
+	auto obj = s.obj("verify", promoted);
+	require_status(obj, 0, "06-pmemobj-replica verify on the promoted pool");
+	CHECK(has(obj, "800 records: 0 bad"));
+	auto info = run("pmempool info " + s.remote_part().string());
+	require_status(info, 0, "pmempool info on the promoted part");
+
+	auto twice = s.rpmem("promote " + replica_set.string());
+	require_status(twice, 0, "rpmem promote of a promoted pool");
+	CHECK(has(twice, "already itself"));
+}
+
+TEST_CASE("rpmem promote refuses a replica with a damaged header and writes nothing",
+          "[tool][promote]")
+{
+	sshd server;
+	setup s(server);
+	require_status(s.obj("create", s.poolset()), 0, "06-pmemobj-replica create");
+	overwrite(s.remote_part(), 200, "x"); // inside the checksummed part of the header
+	const fs::path replica_set = s.node().dir() / "remote.set";
+	std::string before = slurp(s.remote_part()).substr(0, 4096);
+	auto p = s.rpmem("promote " + replica_set.string());
+	require_status(p, 1, "rpmem promote of a damaged replica");
+	CHECK(has(p, "invalid pool header checksum"));
+	CHECK(has(p, "pmempool sync"));
+	CHECK(slurp(s.remote_part()).substr(0, 4096) == before);
+}
+
+TEST_CASE("rpmem usage errors and bench", "[tool]")
+{
+	auto none = run(tool);
+	CHECK(none.status == 2);
+	auto unknown = run(tool + " frobnicate");
+	CHECK(unknown.status == 2);
+	auto missing = run(tool + " verify /nonexistent/pool.set");
+	CHECK(missing.status == 2);
+	CHECK(has(missing, "/nonexistent/pool.set"));
+	auto version = run(tool + " --version");
+	CHECK(version.status == 0);
+	CHECK(has(version, "rpmem "));
+	// `rpmem bench` is rpmem-bench from the same directory, with the same arguments.
+	auto bench = run(tool + " bench --help");
+	INFO(bench.output);
+	CHECK(bench.status == 0);
+	CHECK(has(bench, "rpmem-bench"));
+}
+
+TEST_CASE("examples/07-promote.sh: replicate, lose the master, promote, open", "[tool][promote]")
+{
+	sshd server;
+	setup s(server);
+	const fs::path work = s.local() / "work";
+	auto r = run(fmt::format("sh {}/examples/07-promote.sh {} {} {}", RPMEM_SOURCE_DIR,
+	                         work.string(), s.target(), s.node().dir().string()),
+	             s.env(true) + fmt::format(" BIN={}/bin", RPMEM_BINARY_DIR));
+	require_status(r, 0, "examples/07-promote.sh");
+	CHECK(has(r, "promoted: replica links"));
+	CHECK(has(r, "verified 800 records: 0 bad"));
+	CHECK(!fs::exists(work / "master.part"));
+}

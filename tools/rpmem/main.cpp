@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// rpmem: inspect, check, repair and promote remote pool replicas (rpmem(1)).
+//
+//   rpmem create|open-check|info|attr|rm TARGET DESC    one remote pool (rpmem_create & co.)
+//   rpmem verify POOLSET                                master vs each remote replica
+//   rpmem sync POOLSET                                  rebuild stale remote replicas
+//   rpmem promote REPLICA_POOLSET [--output FILE]       make a replica the master
+//   rpmem bench ARGS...                                 rpmem-bench
+//
+// Remote access as for librpmem: RPMEM_CMD, RPMEM_SSH, RPMEM_SSH_*, RPMEM_ENABLE_* ...
+#include "tool.hpp"
+
+#include "rpmem/error.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+
+using namespace rpmem::tool;
+
+namespace
+{
+
+void add_remote(CLI::App *cmd, remote_args &r, bool size_required)
+{
+	cmd->add_option("TARGET", r.target, "[user@]host[:port] of the replica node (ssh)")
+	    ->required();
+	cmd->add_option("DESC", r.descriptor,
+	                "pool set file name relative to rpmemd's poolset directory")
+	    ->required();
+	auto *size = cmd->add_option("-s,--size", r.size,
+	                             "local pool size to register (create: the pool's size); "
+	                             "suffixes K, M, G, KiB...");
+	if (size_required)
+		size->required();
+	else
+		size->capture_default_str();
+	cmd->add_option("-l,--lanes", r.lanes, "lanes to ask for")->capture_default_str();
+}
+
+void add_attrs(CLI::App *cmd, attr_options &a)
+{
+	cmd->add_option("--signature", a.signature, "pool signature (up to 8 characters)");
+	cmd->add_option("--major", a.major, "pool format major version");
+	cmd->add_option("--compat", a.compat, "compat feature flags");
+	cmd->add_option("--incompat", a.incompat, "incompat feature flags");
+	cmd->add_option("--ro-compat", a.ro_compat, "read-only compat feature flags");
+	cmd->add_option("--poolset-uuid", a.poolset_uuid, "pool set UUID");
+	cmd->add_option("--uuid", a.uuid, "this replica's UUID");
+	cmd->add_option("--next-uuid", a.next_uuid, "next replica's UUID");
+	cmd->add_option("--prev-uuid", a.prev_uuid, "previous replica's UUID");
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	CLI::App app{"rpmem: inspect, check, repair and promote remote persistent-memory pool "
+	             "replicas (see rpmem(1))",
+	             "rpmem"};
+	app.set_version_flag("--version", std::string("rpmem ") + RPMEM_TOOL_VERSION);
+	app.require_subcommand(1);
+	app.fallthrough(false);
+
+	remote_args r;
+	attr_options attrs;
+	bool no_headers = false, force = false, pool_set = false;
+	auto *create = app.add_subcommand("create", "create a remote pool");
+	add_remote(create, r, true);
+	add_attrs(create, attrs);
+	create->add_flag("--no-headers", no_headers,
+	                 "a pool without headers (the remote pool set says OPTION NOHDRS)");
+	auto *open_check = app.add_subcommand("open-check", "check that a remote pool opens and "
+	                                                    "its data path works");
+	add_remote(open_check, r, false);
+	auto *info = app.add_subcommand("info", "print a remote pool's attributes");
+	add_remote(info, r, false);
+	auto *attr = app.add_subcommand("attr", "set (or, without options, print) a remote "
+	                                        "pool's attributes");
+	add_remote(attr, r, false);
+	add_attrs(attr, attrs);
+	auto *rm = app.add_subcommand("rm", "remove a remote pool's parts");
+	add_remote(rm, r, false);
+	rm->add_flag("-f,--force", force, "ignore missing parts and pool set files");
+	rm->add_flag("--pool-set", pool_set, "also remove the pool set file");
+
+	replicate_args rep;
+	auto *verify = app.add_subcommand(
+	    "verify", "compare the master with each remote replica, range by range");
+	auto *sync = app.add_subcommand("sync", "rebuild remote replicas from the master");
+	for (auto *cmd : {verify, sync}) {
+		cmd->add_option("POOLSET", rep.poolset, "the pool set file the application opens")
+		    ->required()
+		    ->check(CLI::ExistingFile);
+		cmd->add_option("-r,--replica", rep.replicas,
+		                "only this replica (numbered from 0, the master; repeatable)");
+	}
+	verify->add_option("--max-ranges", rep.max_ranges, "differing ranges printed per replica")
+	    ->capture_default_str();
+	sync->add_option("--progress", rep.progress,
+	                 "auto (a bar on a terminal, lines otherwise), bar, lines or none")
+	    ->capture_default_str();
+
+	promote_args pa;
+	auto *promote = app.add_subcommand(
+	    "promote", "make a replica the master on its own host after the master is lost");
+	promote->add_option("POOLSET", pa.poolset, "the replica's pool set file on this host")
+	    ->required()
+	    ->check(CLI::ExistingFile);
+	promote->add_option("-o,--output", pa.output,
+	                    "write a local pool set file for the "
+	                    "promoted pool");
+	promote->add_flag("-n,--dry-run", pa.dry_run, "check the headers, write nothing");
+	promote->add_flag("-f,--force", pa.force,
+	                  "rewrite the links even if they already "
+	                  "point at the replica itself");
+
+	std::vector<std::string> bench_args;
+	auto *bench = app.add_subcommand("bench", "run rpmem-bench (all arguments are its own)");
+	bench->prefix_command();
+	bench->set_help_flag();
+	bench->allow_extras();
+
+	try {
+		app.parse(argc, argv);
+	} catch (const CLI::ParseError &e) {
+		int code = app.exit(e);
+		return code == 0 ? exit_ok : exit_usage;
+	}
+
+	CLI::App *cmd = app.get_subcommands().front();
+	try {
+		if (cmd == create)
+			return cmd_create(r, attrs, no_headers);
+		if (cmd == open_check)
+			return cmd_open_check(r);
+		if (cmd == info)
+			return cmd_info(r);
+		if (cmd == attr)
+			return cmd_attr(r, attrs);
+		if (cmd == rm)
+			return cmd_rm(r, force, pool_set);
+		if (cmd == verify)
+			return cmd_verify(rep);
+		if (cmd == sync)
+			return cmd_sync(rep);
+		if (cmd == promote)
+			return cmd_promote(pa);
+		if (cmd == bench)
+			return cmd_bench(bench->remaining());
+	} catch (const failure &f) {
+		std::fflush(stdout);
+		fmt::print(stderr, "rpmem {}: {}\n", cmd->get_name(), f.what());
+		return f.code();
+	} catch (const rpmem::error &e) {
+		std::fflush(stdout);
+		fmt::print(stderr, "rpmem {}: {}\n", cmd->get_name(), e.what());
+		return cmd == verify ? exit_usage : exit_failed;
+	} catch (const std::exception &e) {
+		std::fflush(stdout);
+		fmt::print(stderr, "rpmem {}: {}\n", cmd->get_name(), e.what());
+		return cmd == verify ? exit_usage : exit_failed;
+	}
+	return exit_usage;
+}

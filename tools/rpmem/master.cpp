@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "master.hpp"
+
+#include "tool.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace rpmem::tool
+{
+
+void lock_or_throw(int fd, const std::string &path, const char *what_holds_it)
+{
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return;
+	if (errno == EWOULDBLOCK)
+		throw failure(fmt::format("{} is in use ({} has it open): close it first", path,
+		                          what_holds_it));
+	throw failure(fmt::format("cannot lock {}: {}", path, std::strerror(errno)));
+}
+
+master::master(const poolset::poolset &ps)
+{
+	if (ps.replicas.empty() || ps.replicas[0].is_remote())
+		throw failure(
+		    fmt::format("{}: the master replica (the first one) must be local", ps.file));
+	const auto &parts = ps.replicas[0].parts;
+	std::size_t nhdrs = ps.header_count(0);
+	std::vector<rpmemd::map_source> sources;
+	for (std::size_t i = 0; i < parts.size(); ++i) {
+		const auto &p = parts[i];
+		int fd = ::open(p.path.c_str(), O_RDWR | O_CLOEXEC);
+		if (fd < 0) {
+			int e = errno;
+			throw failure(fmt::format(
+			    "{}: cannot open master part {} ({}): {}{}", ps.file, i, p.path,
+			    std::strerror(e),
+			    e == ENOENT ? " — the master is lost: rebuild it from a replica "
+			                  "(pmempool sync) or make a replica the master "
+			                  "(rpmem promote on the replica host)"
+			                : ""));
+		}
+		fds_.emplace_back(fd);
+		lock_or_throw(fd, p.path, "an application or another rpmem command");
+		struct stat st {
+		};
+		if (fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < p.size)
+			throw failure(
+			    fmt::format("{}:{}: master part {} is {} bytes, smaller than the "
+			                "{} the pool set declares: the pool was not created "
+			                "from this pool set",
+			                ps.file, p.line, p.path, st.st_size, p.size));
+		std::uint64_t off = i > 0 && nhdrs == parts.size() ? rpmemd::pool_hdr_size : 0;
+		std::uint64_t len = (p.size & ~(rpmemd::pool_hdr_size - 1)) - off;
+		sources.push_back({.fd = fd, .offset = off, .length = len, .path = p.path});
+	}
+	map_ = std::make_unique<rpmemd::pool_map>(sources);
+	size_ = map_->size();
+	if (nhdrs > 0) {
+		rpmemd::pool_hdr h;
+		std::memcpy(&h, map_->base(), sizeof(h));
+		if (auto wrong = rpmemd::check_header_alone(h))
+			throw failure(fmt::format("{}: master part 0 ({}): {}: check it with "
+			                          "`pmempool check` or rebuild it from a replica",
+			                          ps.file, parts[0].path, *wrong));
+		header_ = h;
+	}
+}
+
+control::pool_attr replica_attr(const rpmemd::pool_hdr &h)
+{
+	control::pool_attr a = rpmemd::header_attr(h);
+	return a;
+}
+
+} // namespace rpmem::tool

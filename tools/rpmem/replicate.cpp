@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// rpmem verify POOLSET and rpmem sync POOLSET: the master's local parts against each REMOTE
+// replica, range by range. verify reads the replica back through the data path
+// (remote_pool::read) and reports the ranges that differ; sync persists the master's ranges
+// to the replica (creating it if it was lost) and repairs its header links.
+#include "master.hpp"
+#include "progress.hpp"
+#include "tool.hpp"
+
+#include "client/remote_pool.hpp"
+#include "rpmem/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <memory>
+#include <optional>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace rpmem::tool
+{
+
+namespace
+{
+
+using client::remote_pool;
+using uuid = std::array<std::uint8_t, 16>;
+
+constexpr std::uint64_t verify_chunk = 1u << 20;
+constexpr std::uint64_t sync_chunk = 4u << 20;
+constexpr std::uint64_t block = 4096;
+
+std::string replica_name(const poolset::poolset &ps, std::size_t r)
+{
+	const auto &rep = ps.replicas[r];
+	return fmt::format("replica {} ({} {})", r, rep.target, rep.descriptor);
+}
+
+/** Which replicas to work on: the given indexes (checked) or every remote one. */
+std::vector<std::size_t> selected(const poolset::poolset &ps, const std::vector<unsigned> &want)
+{
+	std::vector<std::size_t> out;
+	if (want.empty()) {
+		for (std::size_t r = 1; r < ps.replicas.size(); ++r)
+			if (ps.replicas[r].is_remote())
+				out.push_back(r);
+		if (out.empty())
+			throw failure(fmt::format("{}: the pool set has no REPLICA user@host "
+			                          "remote.set line: nothing to compare",
+			                          ps.file));
+		return out;
+	}
+	for (unsigned r : want) {
+		if (r == 0 || r >= ps.replicas.size() || !ps.replicas[r].is_remote())
+			throw failure(
+			    fmt::format("{}: replica {} is not a remote replica (replicas "
+			                "are numbered from 0, the master; the pool set has "
+			                "{})",
+			                ps.file, r, ps.replicas.size()),
+			    exit_usage);
+		out.push_back(r);
+	}
+	return out;
+}
+
+/** Anonymous memory registered as the "local pool" when only reading the replica. */
+class scratch
+{
+public:
+	explicit scratch(std::uint64_t size) : size_(size)
+	{
+		void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED)
+			throw rpmem::error(errno, fmt::format("cannot map {} bytes to read the "
+			                                      "replica into",
+			                                      size));
+		addr_ = static_cast<std::uint8_t *>(p);
+	}
+	~scratch() { munmap(addr_, size_); }
+	scratch(const scratch &) = delete;
+	scratch &operator=(const scratch &) = delete;
+	std::uint8_t *data() const { return addr_; }
+
+private:
+	std::uint8_t *addr_;
+	std::uint64_t size_;
+};
+
+/**
+ * The UUIDs of part 0 of every replica, as the replica ring links them: the master's own, its
+ * next (replica 1) and prev (the last replica); others are learned from the replicas opened.
+ */
+class ring
+{
+public:
+	ring(const poolset::poolset &ps, const master &m) : ids_(ps.replicas.size())
+	{
+		if (!m.header())
+			return; // NOHDRS: no links to keep
+		const auto &h = *m.header();
+		ids_[0] = h.part_uuid;
+		if (ids_.size() > 1) {
+			ids_[1] = h.next_repl_uuid;
+			ids_.back() = h.prev_repl_uuid;
+		}
+		// Local replicas: their part 0 header says who they are.
+		for (std::size_t r = 1; r < ps.replicas.size(); ++r) {
+			if (ps.replicas[r].is_remote() || ps.header_count(r) == 0)
+				continue;
+			int fd = ::open(ps.replicas[r].parts[0].path.c_str(), O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			rpmemd::pool_hdr hdr;
+			if (pread(fd, &hdr, sizeof(hdr), 0) == sizeof(hdr) &&
+			    !rpmemd::check_header_alone(hdr))
+				learn(r, hdr.part_uuid, hdr.prev_repl_uuid, hdr.next_repl_uuid);
+			::close(fd);
+		}
+	}
+	void learn(std::size_t r, const uuid &self, const uuid &prev, const uuid &next)
+	{
+		auto n = ids_.size();
+		if (!ids_[r])
+			ids_[r] = self;
+		if (!ids_[(r + n - 1) % n])
+			ids_[(r + n - 1) % n] = prev;
+		if (!ids_[(r + 1) % n])
+			ids_[(r + 1) % n] = next;
+	}
+	const std::optional<uuid> &self(std::size_t r) const { return ids_[r]; }
+	const std::optional<uuid> &prev(std::size_t r) const
+	{
+		return ids_[(r + ids_.size() - 1) % ids_.size()];
+	}
+	const std::optional<uuid> &next(std::size_t r) const { return ids_[(r + 1) % ids_.size()]; }
+
+private:
+	std::vector<std::optional<uuid>> ids_;
+};
+
+/** What the replica's attributes must be; fields the ring does not know keep `have`'s. */
+control::pool_attr expected_attr(const master &m, const ring &ring, std::size_t r,
+                                 const control::pool_attr &have)
+{
+	control::pool_attr want = rpmemd::header_attr(*m.header());
+	want.uuid = have.uuid;
+	want.prev_uuid = ring.prev(r).value_or(have.prev_uuid);
+	want.next_uuid = ring.next(r).value_or(have.next_uuid);
+	return want;
+}
+
+/** Names of the attribute fields that differ. */
+std::vector<std::string> attr_differences(const control::pool_attr &want,
+                                          const control::pool_attr &have, const ring &ring,
+                                          std::size_t r)
+{
+	std::vector<std::string> out;
+	if (have.is_zero()) {
+		out.push_back("the replica has no pool header (the master has one)");
+		return out;
+	}
+	if (want.signature != have.signature)
+		out.push_back(fmt::format("signature '{}' (master: '{}')",
+		                          signature_text(have.signature),
+		                          signature_text(want.signature)));
+	if (want.major != have.major)
+		out.push_back(fmt::format("major {} (master: {})", have.major, want.major));
+	if (want.compat_features != have.compat_features ||
+	    want.incompat_features != have.incompat_features ||
+	    want.ro_compat_features != have.ro_compat_features)
+		out.push_back("feature flags differ from the master's");
+	if (want.poolset_uuid != have.poolset_uuid)
+		out.push_back(fmt::format("pool set UUID {} (master: {})",
+		                          uuid_text(have.poolset_uuid),
+		                          uuid_text(want.poolset_uuid)));
+	if (ring.self(r) && *ring.self(r) != have.uuid)
+		out.push_back(fmt::format("replica UUID {} is not the {} its neighbours link to",
+		                          uuid_text(have.uuid), uuid_text(*ring.self(r))));
+	if (want.prev_uuid != have.prev_uuid)
+		out.push_back(fmt::format("previous-replica link {} (expected {})",
+		                          uuid_text(have.prev_uuid), uuid_text(want.prev_uuid)));
+	if (want.next_uuid != have.next_uuid)
+		out.push_back(fmt::format("next-replica link {} (expected {})",
+		                          uuid_text(have.next_uuid), uuid_text(want.next_uuid)));
+	if (want.user_flags != have.user_flags)
+		out.push_back("architecture flags differ from the master's");
+	return out;
+}
+
+struct range {
+	std::uint64_t begin, end;
+};
+
+/** Appends the byte ranges where a and b (at pool offset base) differ, merging neighbours. */
+void diff_chunk(const std::uint8_t *a, const std::uint8_t *b, std::uint64_t len, std::uint64_t base,
+                std::vector<range> &out)
+{
+	for (std::uint64_t off = 0; off < len; off += block) {
+		std::uint64_t n = std::min(block, len - off);
+		if (std::memcmp(a + off, b + off, n) == 0)
+			continue;
+		std::uint64_t first = off, last = off + n - 1;
+		while (a[first] == b[first])
+			++first;
+		while (a[last] == b[last])
+			--last;
+		range d{base + first, base + last + 1};
+		if (!out.empty() && out.back().end + block > d.begin)
+			out.back().end = d.end;
+		else
+			out.push_back(d);
+	}
+}
+
+/**
+ * A range the application writes but never persists, so it is never replicated: libpmemobj's
+ * pool descriptor is 2 KiB of persistent fields after the header, then run-time fields up to
+ * its lanes at 8 KiB (PMDK obj.h: OBJ_DSC_P_SIZE, OBJ_LANES_OFFSET).
+ */
+std::optional<range> ignored(const master &m)
+{
+	if (!m.header() || signature_text(m.header()->signature) != "PMEMOBJ")
+		return std::nullopt;
+	return range{rpmemd::pool_hdr_size + 2048, 8192};
+}
+
+int verify_replica(const poolset::poolset &ps, const master &m, ring &ring, std::size_t r,
+                   const replicate_args &a)
+{
+	const auto &rep = ps.replicas[r];
+	scratch buf(m.size());
+	unsigned lanes = 1;
+	control::pool_attr have{};
+	auto pool =
+	    remote_pool::open(rep.target, rep.descriptor, buf.data(), m.size(), &lanes, &have);
+	unsigned problems = 0;
+	if (m.header()) {
+		ring.learn(r, have.uuid, have.prev_uuid, have.next_uuid);
+		auto want = expected_attr(m, ring, r, have);
+		for (const auto &d : attr_differences(want, have, ring, r)) {
+			fmt::print("{}: header: {}\n", replica_name(ps, r), d);
+			++problems;
+		}
+	} else if (!have.is_zero()) {
+		fmt::print("{}: header: the replica has a pool header, the master has none "
+		           "(OPTION NOHDRS)\n",
+		           replica_name(ps, r));
+		++problems;
+	}
+	std::vector<range> diffs;
+	const std::uint64_t begin = m.data_offset();
+	const auto skip = ignored(m);
+	for (std::uint64_t off = begin; off < m.size(); off += verify_chunk) {
+		std::uint64_t n = std::min(verify_chunk, m.size() - off);
+		pool->read(buf.data(), off, n, 0);
+		if (skip && skip->begin < off + n && skip->end > off) {
+			// Not compared: make the replica's copy equal to the master's.
+			auto from = std::max(skip->begin, off), to = std::min(skip->end, off + n);
+			std::memcpy(buf.data() + (from - off), m.base() + from, to - from);
+		}
+		diff_chunk(m.base() + off, buf.data(), n, off, diffs);
+	}
+	pool->close();
+	std::uint64_t bytes = 0;
+	for (const auto &d : diffs)
+		bytes += d.end - d.begin;
+	if (diffs.empty() && problems == 0) {
+		fmt::print("{}: in sync ({} compared{})\n", replica_name(ps, r),
+		           size_text(m.size() - begin),
+		           skip
+		               ? fmt::format("; libpmemobj's run-time fields 0x{:x}-0x{:x} skipped",
+		                             skip->begin, skip->end)
+		               : "");
+		return exit_ok;
+	}
+	if (!diffs.empty())
+		fmt::print("{}: {} range(s) differ, {} in all:\n", replica_name(ps, r),
+		           diffs.size(), size_text(bytes));
+	for (std::size_t i = 0; i < diffs.size() && i < a.max_ranges; ++i)
+		fmt::print("  0x{:x}-0x{:x} ({} bytes)\n", diffs[i].begin, diffs[i].end,
+		           diffs[i].end - diffs[i].begin);
+	if (diffs.size() > a.max_ranges)
+		fmt::print("  ... and {} more (--max-ranges)\n", diffs.size() - a.max_ranges);
+	return exit_differ;
+}
+
+int sync_replica(const poolset::poolset &ps, const master &m, ring &ring, std::size_t r,
+                 progress::style style)
+{
+	const auto &rep = ps.replicas[r];
+	unsigned lanes = 1;
+	control::pool_attr have{};
+	std::unique_ptr<remote_pool> pool;
+	try {
+		pool = remote_pool::open(rep.target, rep.descriptor, m.base(), m.size(), &lanes,
+		                         &have);
+	} catch (const rpmem::error &e) {
+		if (e.errnum() != ENOENT)
+			throw;
+		// The replica was lost: create it with the attributes its neighbours expect.
+		control::pool_attr want{};
+		if (m.header()) {
+			if (!ring.self(r))
+				throw failure(fmt::format(
+				    "{}: the replica is missing and the UUID its neighbours link "
+				    "to "
+				    "is unknown (its neighbours are not reachable): re-create it "
+				    "with `pmempool sync {}`",
+				    replica_name(ps, r), ps.file));
+			want = expected_attr(m, ring, r, want);
+			want.uuid = *ring.self(r);
+		}
+		fmt::print("{}: missing ({}): creating it\n", replica_name(ps, r), e.message());
+		lanes = 1;
+		pool = remote_pool::create(rep.target, rep.descriptor, m.base(), m.size(), &lanes,
+		                           m.header() ? &want : nullptr);
+		have = want;
+	}
+	if (m.header()) {
+		ring.learn(r, have.uuid, have.prev_uuid, have.next_uuid);
+		auto want = expected_attr(m, ring, r, have);
+		if (!attr_differences(want, have, ring, r).empty()) {
+			pool->set_attr(&want);
+			fmt::print("{}: header attributes repaired from the master's\n",
+			           replica_name(ps, r));
+		}
+	}
+	const std::uint64_t begin = m.data_offset();
+	progress bar(fmt::format("sync {}", replica_name(ps, r)), m.size() - begin, style);
+	for (std::uint64_t off = begin; off < m.size(); off += sync_chunk) {
+		std::uint64_t n = std::min(sync_chunk, m.size() - off);
+		pool->persist(off, n, 0, 0);
+		bar.update(off + n - begin);
+	}
+	bar.finish();
+	pool->close();
+	fmt::print("{}: synchronized ({} written)\n", replica_name(ps, r),
+	           size_text(m.size() - begin));
+	return exit_ok;
+}
+
+poolset::poolset load(const std::string &file)
+{
+	try {
+		return poolset::parse_file(file);
+	} catch (const poolset::parse_error &e) {
+		throw failure(e.what(), exit_usage);
+	}
+}
+
+} // namespace
+
+int cmd_verify(const replicate_args &a)
+{
+	poolset::poolset ps;
+	std::unique_ptr<master> m;
+	std::vector<std::size_t> which;
+	try {
+		ps = load(a.poolset);
+		which = selected(ps, a.replicas);
+		m = std::make_unique<master>(ps);
+	} catch (const failure &f) {
+		throw failure(f.what(), exit_usage); // could not compare at all
+	}
+	ring ring(ps, *m);
+	int result = exit_ok;
+	for (auto r : which) {
+		try {
+			if (verify_replica(ps, *m, ring, r, a) != exit_ok)
+				result = exit_differ;
+		} catch (const rpmem::error &e) {
+			throw failure(fmt::format("{}: {}", replica_name(ps, r), e.what()),
+			              exit_usage);
+		}
+	}
+	return result;
+}
+
+int cmd_sync(const replicate_args &a)
+{
+	auto ps = load(a.poolset);
+	auto which = selected(ps, a.replicas);
+	auto style = progress::parse_style(a.progress);
+	master m(ps);
+	ring ring(ps, m);
+	for (auto r : which) {
+		try {
+			sync_replica(ps, m, ring, r, style);
+		} catch (const rpmem::error &e) {
+			throw failure(fmt::format("{}: {}", replica_name(ps, r), e.what()));
+		}
+	}
+	return exit_ok;
+}
+
+} // namespace rpmem::tool

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The rpmem command-line tool: what its commands share (exit codes, messages, attributes,
+// remote pool options). Each command lives in its own file; main.cpp parses the command line.
+#pragma once
+
+#include "control/messages.hpp"
+
+#include <array>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rpmem::tool
+{
+
+/** Exit codes, as pmempool's: 0 success, 1 failure. verify: 1 = replicas differ. */
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_failed = 1;
+inline constexpr int exit_differ = 1;
+/** The command line is wrong (CLI11 parse errors) or verify could not compare at all. */
+inline constexpr int exit_usage = 2;
+
+/** A failure the tool reports as "rpmem CMD: <message>" and exits with `code`. */
+class failure : public std::runtime_error
+{
+public:
+	failure(const std::string &msg, int code = exit_failed)
+	    : std::runtime_error(msg), code_(code)
+	{
+	}
+	int code() const noexcept { return code_; }
+
+private:
+	int code_;
+};
+
+/** Attribute fields a user may give on the command line; unset fields keep their value. */
+struct attr_options {
+	std::string signature;
+	std::int64_t major = -1;
+	std::string compat, incompat, ro_compat; // numbers, 0x.. allowed
+	std::string poolset_uuid, uuid, next_uuid, prev_uuid;
+	bool any() const;
+	/** Applies the given fields to a. Throws failure on a malformed value. */
+	void apply(control::pool_attr &a) const;
+};
+
+/** "a1b2c3d4-..." (PMDK's byte order, as pmempool info prints) <-> 16 bytes. */
+std::array<std::uint8_t, 16> parse_uuid(const std::string &text);
+std::string uuid_text(const std::array<std::uint8_t, 16> &u);
+std::array<std::uint8_t, 16> random_uuid();
+/** Signature as printable text ("PMEMOBJ"). */
+std::string signature_text(const std::array<char, 8> &sig);
+/** "64 MiB" style. */
+std::string size_text(std::uint64_t bytes);
+/** A size with PMDK's suffixes (poolset syntax). Throws failure. */
+std::uint64_t parse_size_arg(const std::string &text, const char *what);
+/** Prints attributes pmempool-info style, one "Name : value" line each. */
+void print_attr(const control::pool_attr &a);
+
+struct remote_args {
+	std::string target;
+	std::string descriptor;
+	std::string size = "8KiB"; // local pool size registered (create: the pool's size)
+	unsigned lanes = 1;
+};
+
+int cmd_create(const remote_args &r, const attr_options &attrs, bool no_headers);
+int cmd_open_check(const remote_args &r);
+int cmd_info(const remote_args &r);
+int cmd_attr(const remote_args &r, const attr_options &attrs);
+int cmd_rm(const remote_args &r, bool force, bool pool_set);
+
+struct replicate_args {
+	std::string poolset;
+	std::vector<unsigned> replicas; // empty: every remote replica
+	unsigned max_ranges = 16;       // verify: ranges printed per replica
+	std::string progress = "auto";  // sync: auto|bar|lines|none
+};
+
+int cmd_verify(const replicate_args &a);
+int cmd_sync(const replicate_args &a);
+
+struct promote_args {
+	std::string poolset; // the replica's pool set file on this host
+	std::string output;  // optional: a new local pool set file
+	bool dry_run = false;
+	bool force = false; // promote even if the replica links already point at itself
+};
+
+int cmd_promote(const promote_args &a);
+
+/** Replaces the process with rpmem-bench from the directory of this executable. */
+int cmd_bench(const std::vector<std::string> &args);
+
+} // namespace rpmem::tool
