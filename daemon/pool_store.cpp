@@ -309,7 +309,12 @@ void allocate_part(const part_file &f)
 {
 	int rc = posix_fallocate(f.fd.get(), 0, static_cast<off_t>(f.size));
 	if (rc != 0)
-		fail_errno(rc, fmt::format("cannot allocate {} bytes for part {}", f.size, f.path));
+		fail_errno(rc, fmt::format("cannot allocate {} bytes for part {}: {}{}", f.size,
+		                           f.path, std::strerror(rc),
+		                           rc == ENOSPC
+		                               ? ": free space on that file system or make the "
+		                                 "part smaller in the pool set"
+		                               : ""));
 }
 
 void unlink_created(std::vector<part_file> &parts) noexcept

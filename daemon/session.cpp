@@ -21,6 +21,35 @@ using namespace std::chrono_literals;
 namespace
 {
 
+/** How long the rest of a frame may take once its first byte arrived. */
+inline constexpr std::chrono::milliseconds frame_timeout{5000};
+
+/** A stream whose first byte was already read (to wait for a frame without cutting it). */
+class prefetched_stream final : public rpmem::byte_stream
+{
+public:
+	prefetched_stream(rpmem::byte_stream &inner, std::uint8_t first)
+	    : inner_(inner), first_(first)
+	{
+	}
+	void write_all(std::span<const std::uint8_t> data) override { inner_.write_all(data); }
+	void read_exact(std::span<std::uint8_t> data, std::chrono::milliseconds timeout) override
+	{
+		if (pending_ && !data.empty()) {
+			data[0] = first_;
+			pending_ = false;
+			data = data.subspan(1);
+		}
+		if (!data.empty())
+			inner_.read_exact(data, timeout);
+	}
+
+private:
+	rpmem::byte_stream &inner_;
+	std::uint8_t first_;
+	bool pending_ = true;
+};
+
 /** The part of the pool the client registered, as the lane executor sees it. */
 class pool_region final : public persist_region
 {
@@ -64,7 +93,9 @@ public:
 				if (!msg)
 					return finish(exit_peer_gone);
 				if (auto code = dispatch(*msg))
-					return *code;
+					return finish(*code);
+				// Silence counts from the reply: creating a pool may take a while.
+				last_message_ = std::chrono::steady_clock::now();
 			}
 		} catch (const ctl::protocol_error &e) {
 			log_err("{}: protocol error: {} — closing the session", peer_, e.message());
@@ -84,36 +115,69 @@ public:
 	}
 
 private:
-	/** The next message; nullopt when the client has been silent for too long. */
+	/**
+	 * The next message; nullopt when the client has been silent (no control message, no fabric
+	 * request) for longer than the heartbeat timeout, or its fabric connection broke while the
+	 * control channel is silent. Only the first byte of a frame waits for the heartbeat: the
+	 * rest of a started frame gets frame_timeout, so a timeout never cuts a frame in two.
+	 */
 	std::optional<ctl::message> receive()
 	{
 		const auto timeout = cfg_.heartbeat_timeout;
 		for (;;) {
+			std::uint8_t first = 0;
 			try {
-				return ctl::receive(io_, pool_ && timeout.count() > 0
-				                             ? timeout
-				                             : std::chrono::milliseconds(-1));
+				io_.read_exact({&first, 1}, timeout.count() > 0
+				                                ? time_left(timeout)
+				                                : std::chrono::milliseconds(-1));
 			} catch (const rpmem::error &e) {
 				if (e.errnum() != ETIMEDOUT)
 					throw;
+				if (client_gone(timeout))
+					return std::nullopt;
+				continue;
 			}
-			if (target_ && target_->failed()) {
-				log_err("{}: fabric connection lost and the control channel is "
-				        "silent: closing the session",
-				        peer_);
-				return std::nullopt;
-			}
-			auto idle =
-			    std::chrono::steady_clock::now().time_since_epoch() -
-			    std::chrono::nanoseconds(target_ ? target_->last_activity() : 0);
-			if (!target_ || idle > timeout) {
-				log_err(
-				    "{}: client silent for more than {} ms (no control message, "
-				    "no fabric request): closing the session",
-				    peer_, timeout.count());
-				return std::nullopt;
-			}
+			prefetched_stream rest(io_, first);
+			auto m = ctl::receive(rest, std::max(timeout, frame_timeout));
+			last_message_ = std::chrono::steady_clock::now();
+			return m;
 		}
+	}
+
+	/** The latest sign of life: a control message or a fabric request. */
+	std::chrono::steady_clock::time_point last_sign_of_life() const
+	{
+		auto t = last_message_;
+		if (target_ && target_->last_activity() > 0) {
+			std::chrono::steady_clock::time_point fabric{
+			    std::chrono::nanoseconds(target_->last_activity())};
+			t = std::max(t, fabric);
+		}
+		return t;
+	}
+
+	std::chrono::milliseconds time_left(std::chrono::milliseconds timeout) const
+	{
+		auto idle = std::chrono::steady_clock::now() - last_sign_of_life();
+		auto left = std::chrono::duration_cast<std::chrono::milliseconds>(timeout - idle);
+		return std::max(left, std::chrono::milliseconds(1));
+	}
+
+	bool client_gone(std::chrono::milliseconds timeout) const
+	{
+		if (target_ && target_->failed()) {
+			log_err("{}: fabric connection lost and the control channel is silent: "
+			        "closing the session",
+			        peer_);
+			return true;
+		}
+		if (std::chrono::steady_clock::now() - last_sign_of_life() < timeout)
+			return false;
+		log_err("{}: client silent for more than {} ms (no control message, no fabric "
+		        "request; a client pings every third of heartbeat-timeout): closing the "
+		        "session",
+		        peer_, timeout.count());
+		return true;
 	}
 
 	/** Handles one message; an exit code when the session is over. */
@@ -121,29 +185,74 @@ private:
 	{
 		switch (msg.type) {
 		case ctl::msg_type::create:
-		case ctl::msg_type::open:
-			return open_pool(msg);
-		case ctl::msg_type::set_attr:
-			set_attr(ctl::decode<ctl::set_attr_request>(msg));
+		case ctl::msg_type::open: {
+			auto req = decode_or_refuse<ctl::pool_request>(msg);
+			return req ? open_pool(msg.type, *req) : exit_protocol;
+		}
+		case ctl::msg_type::set_attr: {
+			auto req = decode_or_refuse<ctl::set_attr_request>(msg);
+			if (!req)
+				return exit_protocol;
+			set_attr(*req);
 			return std::nullopt;
+		}
 		case ctl::msg_type::ping: {
 			auto p = ctl::decode<ctl::ping>(msg);
 			ctl::send(io_, ctl::encode(ctl::pong{p.cookie}));
 			return std::nullopt;
 		}
-		case ctl::msg_type::close:
-			return close(ctl::decode<ctl::close_request>(msg));
+		case ctl::msg_type::close: {
+			auto req = decode_or_refuse<ctl::close_request>(msg);
+			return req ? close(*req) : exit_protocol;
+		}
 		default:
-			throw ctl::protocol_error(fmt::format("unexpected message type {} from the "
-			                                      "client",
-			                                      static_cast<unsigned>(msg.type)));
+			throw ctl::protocol_error(fmt::format(
+			    "unexpected message type {} ({}) from the client: only "
+			    "create, open, set_attr, ping and close are requests",
+			    static_cast<unsigned>(msg.type), ctl::msg_type_name(msg.type)));
 		}
 	}
 
-	std::optional<int> open_pool(const ctl::message &msg)
+	/**
+	 * Decodes a request whose frame header was valid; a bad body is answered with status
+	 * badproto in the matching response (docs/protocol.md, Errors) and nullopt: the session
+	 * ends because the client cannot be trusted to speak the protocol.
+	 */
+	template <class T> std::optional<T> decode_or_refuse(const ctl::message &msg)
 	{
-		const bool create = msg.type == ctl::msg_type::create;
-		auto req = ctl::decode<ctl::pool_request>(msg);
+		try {
+			return ctl::decode<T>(msg);
+		} catch (const ctl::protocol_error &e) {
+			log_err("{}: invalid {} request: {} — answering badproto and closing the "
+			        "session",
+			        peer_, ctl::msg_type_name(msg.type), e.message());
+			refuse(msg.type, e.message());
+			return std::nullopt;
+		}
+	}
+
+	void refuse(ctl::msg_type request, const std::string &why)
+	{
+		const auto st = ctl::status::badproto;
+		switch (request) {
+		case ctl::msg_type::create:
+			reply_error(ctl::msg_type::create_resp, st, EPROTO, why);
+			break;
+		case ctl::msg_type::open:
+			reply_error(ctl::msg_type::open_resp, st, EPROTO, why);
+			break;
+		default: {
+			ctl::status_response resp{st, EPROTO, why};
+			ctl::send(io_, ctl::encode(resp, request == ctl::msg_type::close
+			                                     ? ctl::msg_type::close_resp
+			                                     : ctl::msg_type::set_attr_resp));
+		}
+		}
+	}
+
+	std::optional<int> open_pool(ctl::msg_type type, const ctl::pool_request &req)
+	{
+		const bool create = type == ctl::msg_type::create;
 		auto resp_type = create ? ctl::msg_type::create_resp : ctl::msg_type::open_resp;
 		ctl::pool_response resp;
 		if (pool_) {
@@ -153,14 +262,6 @@ private:
 			                "it first",
 			                pool_->descriptor()));
 			return std::nullopt;
-		}
-		if (req.major != ctl::proto_major) {
-			reply_error(resp_type, ctl::status::badproto, EPROTONOSUPPORT,
-			            fmt::format("protocol version {}.{} is not supported by rpmemd "
-			                        "{} (speaks {}.{}): install matching versions",
-			                        req.major, req.minor, RPMEMD_VERSION,
-			                        ctl::proto_major, ctl::proto_minor));
-			return exit_ok;
 		}
 		try {
 			if (create) {
@@ -302,6 +403,7 @@ private:
 	std::unique_ptr<pool_region> region_;
 	std::unique_ptr<target> target_;
 	ctl::persist_method method_ = ctl::persist_method::gpspm;
+	std::chrono::steady_clock::time_point last_message_ = std::chrono::steady_clock::now();
 	std::string descriptor_;
 	bool created_ = false;
 };

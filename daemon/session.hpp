@@ -18,7 +18,9 @@ inline constexpr int exit_protocol = 255;
 /**
  * Runs a session on `io` after the hello was sent: serves create/open, set_attr, ping and close
  * until the client closes (exit_ok), a create/open fails (exit_ok, after the error reply), the
- * client disappears (exit_peer_gone) or breaks the protocol (exit_protocol). Never throws.
+ * client disappears or stays silent (no control message, no lane request) for longer than
+ * cfg.heartbeat_timeout (exit_peer_gone), or breaks the protocol (exit_protocol; a request with
+ * a valid frame header but a bad body is answered with status badproto first). Never throws.
  * `peer` names the client in logs; `listen_address` is where the fabric target listens.
  */
 int run_session(const config &cfg, pool_store &store, rpmem::byte_stream &io,

@@ -88,7 +88,10 @@ control_session::control_session(const std::string &target, const std::string &c
 	}
 }
 
-control_session::~control_session() = default;
+control_session::~control_session()
+{
+	stop_keepalive();
+}
 
 void control_session::fail_transport(const rpmem::error &e, const char *what)
 {
@@ -98,12 +101,13 @@ void control_session::fail_transport(const rpmem::error &e, const char *what)
 	                                    said.empty() ? "" : "; rpmemd said: ", said));
 }
 
-ctl::message control_session::exchange(const std::vector<std::uint8_t> &frame, ctl::msg_type expect)
+ctl::message control_session::exchange(const std::vector<std::uint8_t> &frame, ctl::msg_type expect,
+                                       std::chrono::milliseconds timeout)
 {
 	std::lock_guard lock(mutex_);
 	try {
 		ctl::send(*ssh_, frame);
-		auto m = ctl::receive(*ssh_, timeout_);
+		auto m = ctl::receive(*ssh_, timeout);
 		ctl::check_type(expect, m.type);
 		return m;
 	} catch (const rpmem::error &e) {
@@ -115,7 +119,7 @@ ctl::pool_response control_session::request_pool(const ctl::pool_request &req, b
 {
 	auto type = create ? ctl::msg_type::create : ctl::msg_type::open;
 	auto resp_type = create ? ctl::msg_type::create_resp : ctl::msg_type::open_resp;
-	auto m = exchange(ctl::encode(req, type), resp_type);
+	auto m = exchange(ctl::encode(req, type), resp_type, timeout_);
 	ctl::pool_response resp;
 	try {
 		resp = ctl::decode<ctl::pool_response>(m);
@@ -133,7 +137,8 @@ ctl::pool_response control_session::request_pool(const ctl::pool_request &req, b
 
 void control_session::set_attr(const std::optional<ctl::pool_attr> &attr)
 {
-	auto m = exchange(ctl::encode(ctl::set_attr_request{attr}), ctl::msg_type::set_attr_resp);
+	auto m = exchange(ctl::encode(ctl::set_attr_request{attr}), ctl::msg_type::set_attr_resp,
+	                  timeout_);
 	auto resp = ctl::decode<ctl::status_response>(m);
 	if (resp.st != ctl::status::success)
 		throw rpmem::error(ctl::status_errno(resp.st),
@@ -144,7 +149,11 @@ void control_session::set_attr(const std::optional<ctl::pool_attr> &attr)
 
 void control_session::close(std::uint32_t flags)
 {
-	auto m = exchange(ctl::encode(ctl::close_request{flags}), ctl::msg_type::close_resp);
+	stop_keepalive();
+	if (auto f = failure())
+		throw *f; // the daemon is gone: nothing to exchange, the destructor ends ssh
+	auto m =
+	    exchange(ctl::encode(ctl::close_request{flags}), ctl::msg_type::close_resp, timeout_);
 	auto resp = ctl::decode<ctl::status_response>(m);
 	ssh_->close_stdin();
 	ssh_->wait_exit(std::chrono::milliseconds(2000));
@@ -155,14 +164,72 @@ void control_session::close(std::uint32_t flags)
 		                               resp.message.empty() ? "" : ": ", resp.message));
 }
 
-void control_session::ping()
+void control_session::ping(std::chrono::milliseconds timeout)
 {
 	auto cookie = ++ping_cookie_;
-	auto m = exchange(ctl::encode(ctl::ping{cookie}), ctl::msg_type::pong);
+	auto m = exchange(ctl::encode(ctl::ping{cookie}), ctl::msg_type::pong,
+	                  timeout.count() < 0 ? timeout_ : timeout);
 	if (ctl::decode<ctl::pong>(m).cookie != cookie)
 		throw rpmem::error(EPROTO, fmt::format("{}: rpmemd answered a ping with a wrong "
 		                                       "cookie",
 		                                       host_));
+}
+
+void control_session::start_keepalive(std::chrono::milliseconds interval)
+{
+	if (interval.count() <= 0 || keepalive_.joinable())
+		return;
+	keepalive_stop_ = false;
+	keepalive_ = std::thread([this, interval] { keepalive_loop(interval); });
+}
+
+void control_session::stop_keepalive()
+{
+	{
+		std::lock_guard lock(keepalive_mutex_);
+		keepalive_stop_ = true;
+	}
+	keepalive_cv_.notify_all();
+	if (keepalive_.joinable())
+		keepalive_.join();
+}
+
+std::optional<rpmem::error> control_session::failure() const
+{
+	if (!failed_.load(std::memory_order_acquire))
+		return std::nullopt;
+	std::lock_guard lock(failure_mutex_);
+	return failure_;
+}
+
+void control_session::keepalive_loop(std::chrono::milliseconds interval)
+{
+	// A ping that takes longer than a few intervals means the daemon (or the link) is gone;
+	// waiting the whole control timeout would only delay the verdict and close().
+	const auto ping_timeout =
+	    std::min(timeout_, std::max(3 * interval, std::chrono::milliseconds(1000)));
+	std::unique_lock lock(keepalive_mutex_);
+	for (;;) {
+		if (keepalive_cv_.wait_for(lock, interval, [this] { return keepalive_stop_; }))
+			return;
+		lock.unlock();
+		try {
+			ping(ping_timeout);
+		} catch (const rpmem::error &e) {
+			int err = e.errnum() == ETIMEDOUT ? ETIMEDOUT : ECONNRESET;
+			{
+				std::lock_guard fl(failure_mutex_);
+				failure_.emplace(
+				    err,
+				    fmt::format("{} (noticed by the keep-alive ping; the pool is "
+				                "unusable: close it and open it again)",
+				                e.message()));
+			}
+			failed_.store(true, std::memory_order_release);
+			return;
+		}
+		lock.lock();
+	}
 }
 
 void remove_remote(const std::string &target, const std::string &descriptor, int flags,

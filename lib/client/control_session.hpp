@@ -8,11 +8,14 @@
 #include "rpmem/error.hpp"
 #include "ssh/session.hpp"
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 namespace rpmem::client
 {
@@ -33,15 +36,29 @@ public:
 	void set_attr(const std::optional<control::pool_attr> &attr);
 	/** Sends close and waits for the reply; flags: control::close_flag_remove. */
 	void close(std::uint32_t flags);
-	/** A ping round trip: proves the daemon is alive. */
-	void ping();
+	/** A ping round trip: proves the daemon is alive. timeout < 0: the session's timeout. */
+	void ping(std::chrono::milliseconds timeout = std::chrono::milliseconds(-1));
+
+	/**
+	 * Starts a thread that pings rpmemd every `interval` while the session is idle or busy
+	 * with the data path (rpmemd closes a session silent for its heartbeat-timeout, and a
+	 * dead daemon or ssh is noticed without waiting for the next data-path call). A failed
+	 * ping is recorded (failure()) and ends the thread. Stopped by stop_keepalive(), close()
+	 * and the destructor.
+	 */
+	void start_keepalive(std::chrono::milliseconds interval);
+	void stop_keepalive();
+	/** The keep-alive's verdict: nullopt while rpmemd answers, else why it does not. */
+	std::optional<rpmem::error> failure() const;
 
 	const std::string &host() const { return host_; }
 	const std::string &command() const { return command_; }
 
 private:
 	[[noreturn]] void fail_transport(const rpmem::error &e, const char *what);
-	control::message exchange(const std::vector<std::uint8_t> &frame, control::msg_type expect);
+	control::message exchange(const std::vector<std::uint8_t> &frame, control::msg_type expect,
+	                          std::chrono::milliseconds timeout);
+	void keepalive_loop(std::chrono::milliseconds interval);
 
 	std::string target_;
 	std::string host_;
@@ -49,7 +66,15 @@ private:
 	std::chrono::milliseconds timeout_;
 	std::unique_ptr<ssh::session> ssh_;
 	std::mutex mutex_; // one exchange at a time (the keep-alive runs beside the data path)
-	std::uint64_t ping_cookie_ = 0;
+	std::atomic<std::uint64_t> ping_cookie_{0};
+
+	std::thread keepalive_;
+	std::mutex keepalive_mutex_;
+	std::condition_variable keepalive_cv_;
+	bool keepalive_stop_ = false;
+	std::atomic<bool> failed_{false};
+	mutable std::mutex failure_mutex_;
+	std::optional<rpmem::error> failure_;
 };
 
 /** Runs `rpmemd --remove` on the target (PMDK's rpmem_remove). */

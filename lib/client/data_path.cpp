@@ -42,10 +42,50 @@ struct op_context {
 	std::uint32_t index; // lane number, or receive slot
 };
 
+/** Error completions that mean the connection is gone, not that one operation failed. */
+bool connection_lost(int fi_err)
+{
+	switch (fi_err) {
+	case FI_ECANCELED:
+	case FI_ECONNRESET:
+	case FI_ENOTCONN:
+	case FI_ECONNABORTED:
+	case EPIPE:
+	case FI_ESHUTDOWN:
+	case FI_ECONNREFUSED:
+	case FI_ETIMEDOUT:
+		return true;
+	default:
+		return false;
+	}
+}
+
 } // namespace
+
+/** Counters a lane's own thread updates and any thread may read. */
+struct lane_counters {
+	std::atomic<std::uint64_t> persists{0}, flushes{0}, drains{0}, reads{0}, deep_persists{0};
+	std::atomic<std::uint64_t> bytes_persisted{0}, bytes_read{0}, round_trips{0};
+	std::array<std::atomic<std::uint64_t>, 40> latency{};
+
+	static void bump(std::atomic<std::uint64_t> &c, std::uint64_t n = 1)
+	{
+		c.fetch_add(n, std::memory_order_relaxed);
+	}
+	void round_trip(std::chrono::steady_clock::time_point start)
+	{
+		auto ns = static_cast<std::uint64_t>(
+		    std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::nanoseconds>(
+		                                  std::chrono::steady_clock::now() - start)
+		                                  .count()));
+		bump(round_trips);
+		bump(latency[std::min<std::size_t>(63 - __builtin_clzll(ns), latency.size() - 1)]);
+	}
+};
 
 /** One lane: an ordering domain with one request slot. Used by one thread at a time. */
 struct alignas(64) lane_state {
+	lane_counters counters;
 	std::atomic<std::uint32_t> outstanding{0}; // completions still expected
 	std::atomic<std::uint32_t> err{0};
 	std::uint64_t cookie = 0;
@@ -340,7 +380,7 @@ void data_path::impl::progress(connection &c, bool block, lane_state *mine)
 		res = c.cq->read(entries);
 	if (res.error) {
 		auto *ctx = static_cast<op_context *>(res.error->op_context);
-		int err = res.error->err == FI_ECANCELED || !ctx ? ECONNRESET : EIO;
+		int err = connection_lost(res.error->err) || !ctx ? ECONNRESET : EIO;
 		if (ctx && ctx->kind == ctx_kind::silent) {
 			// A lost write: nothing waits for it, and nothing after it can be trusted.
 			fail_all(err == EIO ? EIO : ECONNRESET, res.error->text);
@@ -592,15 +632,23 @@ void data_path::persist(std::uint64_t offset, std::uint64_t length, unsigned lan
 	// written zero-copy. A relaxed persist may tear, so it takes the same path: inline is
 	// cheaper.
 	(void)relaxed;
+	auto start = std::chrono::steady_clock::now();
 	d.add(l, lane, offset, length);
 	d.finish(l, lane);
+	lane_counters::bump(l.counters.persists);
+	lane_counters::bump(l.counters.bytes_persisted, length);
+	l.counters.round_trip(start);
 }
 
 void data_path::flush(std::uint64_t offset, std::uint64_t length, unsigned lane)
 {
 	auto &d = *impl_;
-	if (length)
-		d.add(d.lanes[lane], lane, offset, length);
+	if (!length)
+		return;
+	auto &l = d.lanes[lane];
+	d.add(l, lane, offset, length);
+	lane_counters::bump(l.counters.flushes);
+	lane_counters::bump(l.counters.bytes_persisted, length);
 }
 
 void data_path::drain(unsigned lane)
@@ -608,20 +656,28 @@ void data_path::drain(unsigned lane)
 	auto &d = *impl_;
 	auto &l = d.lanes[lane];
 	d.check_broken(*l.conn);
-	if (l.batch_entries)
-		d.finish(l, lane);
+	if (!l.batch_entries)
+		return;
+	auto start = std::chrono::steady_clock::now();
+	d.finish(l, lane);
+	lane_counters::bump(l.counters.drains);
+	l.counters.round_trip(start);
 }
 
 void data_path::deep_persist(std::uint64_t offset, std::uint64_t length, unsigned lane)
 {
 	auto &d = *impl_;
 	auto &l = d.lanes[lane];
+	auto start = std::chrono::steady_clock::now();
 	if (length)
 		d.write(l, offset, length, !d.saw);
 	if (length && !d.saw)
 		d.wait(l);
 	// Only the header is sent: a batch of relaxed flushes behind it in the slot stays intact.
 	d.send_request(l, {ln::op::deep_persist, lane, offset, length, ++l.cookie}, 0);
+	lane_counters::bump(l.counters.deep_persists);
+	lane_counters::bump(l.counters.bytes_persisted, length);
+	l.counters.round_trip(start);
 }
 
 void data_path::read(void *buf, std::uint64_t offset, std::uint64_t length, unsigned lane)
@@ -631,17 +687,70 @@ void data_path::read(void *buf, std::uint64_t offset, std::uint64_t length, unsi
 	if (length == 0)
 		return;
 	auto *p = static_cast<std::uint8_t *>(buf);
+	auto start = std::chrono::steady_clock::now();
 	if (!d.local_mr) {
 		d.read_back(l, buf, offset, length, nullptr);
-		return;
-	}
-	if (p >= d.pool && p + length <= d.pool + d.pool_size) {
+	} else if (p >= d.pool && p + length <= d.pool + d.pool_size) {
 		d.read_back(l, buf, offset, length, d.pool_mr->desc());
-		return;
+	} else {
+		throw rpmem::error(ENOTSUP, fmt::format("{}: provider {} needs registered buffers: "
+		                                        "read into memory inside the pool",
+		                                        d.host, d.fabric.provider));
 	}
-	throw rpmem::error(ENOTSUP, fmt::format("{}: provider {} needs registered buffers: read "
-	                                        "into memory inside the pool",
-	                                        d.host, d.fabric.provider));
+	lane_counters::bump(l.counters.reads);
+	lane_counters::bump(l.counters.bytes_read, length);
+	l.counters.round_trip(start);
+}
+
+lane_stats data_path::stats(unsigned lane) const
+{
+	auto &d = *impl_;
+	lane_stats total;
+	for (unsigned i = 0; i < d.nlanes; ++i) {
+		if (lane < d.nlanes && i != lane)
+			continue;
+		const auto &c = d.lanes[i].counters;
+		lane_stats one;
+		one.persists = c.persists.load(std::memory_order_relaxed);
+		one.flushes = c.flushes.load(std::memory_order_relaxed);
+		one.drains = c.drains.load(std::memory_order_relaxed);
+		one.reads = c.reads.load(std::memory_order_relaxed);
+		one.deep_persists = c.deep_persists.load(std::memory_order_relaxed);
+		one.bytes_persisted = c.bytes_persisted.load(std::memory_order_relaxed);
+		one.bytes_read = c.bytes_read.load(std::memory_order_relaxed);
+		one.round_trips = c.round_trips.load(std::memory_order_relaxed);
+		for (std::size_t b = 0; b < one.latency_ns_log2.size(); ++b)
+			one.latency_ns_log2[b] = c.latency[b].load(std::memory_order_relaxed);
+		total += one;
+	}
+	return total;
+}
+
+lane_stats &lane_stats::operator+=(const lane_stats &o)
+{
+	persists += o.persists;
+	flushes += o.flushes;
+	drains += o.drains;
+	reads += o.reads;
+	deep_persists += o.deep_persists;
+	bytes_persisted += o.bytes_persisted;
+	bytes_read += o.bytes_read;
+	round_trips += o.round_trips;
+	for (std::size_t b = 0; b < latency_ns_log2.size(); ++b)
+		latency_ns_log2[b] += o.latency_ns_log2[b];
+	return *this;
+}
+
+std::uint64_t lane_stats::quantile_ns(double q) const
+{
+	std::uint64_t want = static_cast<std::uint64_t>(q * double(round_trips));
+	std::uint64_t seen = 0;
+	for (std::size_t b = 0; b < latency_ns_log2.size(); ++b) {
+		seen += latency_ns_log2[b];
+		if (seen > want || (seen == round_trips && seen))
+			return std::uint64_t(2) << b;
+	}
+	return 0;
 }
 
 void data_path::shutdown()

@@ -9,6 +9,7 @@
 
 #include "control/messages.hpp"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -18,6 +19,24 @@ namespace rpmem::client
 {
 
 struct settings;
+
+/** What one lane (or the whole pool) has done: operations, bytes, and how long round trips took
+ * (latency_ns_log2[b] counts calls that took [2^b, 2^(b+1)) ns). */
+struct lane_stats {
+	std::uint64_t persists = 0; // persist calls (and non-relaxed flushes)
+	std::uint64_t flushes = 0;  // relaxed flushes
+	std::uint64_t drains = 0;   // drains that had something to make durable
+	std::uint64_t reads = 0;
+	std::uint64_t deep_persists = 0;
+	std::uint64_t bytes_persisted = 0;
+	std::uint64_t bytes_read = 0;
+	std::uint64_t round_trips = 0;
+	std::array<std::uint64_t, 40> latency_ns_log2{};
+
+	lane_stats &operator+=(const lane_stats &o);
+	/** The latency below which a fraction q (0..1) of round trips completed (bucket bound). */
+	std::uint64_t quantile_ns(double q) const;
+};
 
 class data_path
 {
@@ -38,6 +57,10 @@ public:
 	void drain(unsigned lane);
 	void deep_persist(std::uint64_t offset, std::uint64_t length, unsigned lane);
 	void read(void *buf, std::uint64_t offset, std::uint64_t length, unsigned lane);
+
+	/** Counters of one lane, or (lane == nlanes()) of all lanes together. Cheap; may be called
+	 * from any thread while the lanes are in use (values are then approximate). */
+	lane_stats stats(unsigned lane) const;
 
 	/** Disconnects every endpoint; later calls fail with ECONNRESET. Idempotent. */
 	void shutdown();

@@ -74,6 +74,8 @@ settings read_settings(const char *(*getenv_fn)(const char *))
 		s.op_timeout = std::chrono::milliseconds(v);
 	if (auto v = parse_env_int(getenv_fn("RPMEM_CONTROL_TIMEOUT")); v > 0)
 		s.control_timeout = std::chrono::milliseconds(v);
+	if (auto v = parse_env_int(getenv_fn("RPMEM_KEEPALIVE")); v >= 0)
+		s.keepalive = std::chrono::milliseconds(v);
 	if (auto v = parse_env_int(getenv_fn("RPMEM_INLINE_MAX")); v >= 0)
 		s.inline_max = v;
 	s.spin = parse_env_int(getenv_fn("RPMEM_SPIN")) > 0;

@@ -17,8 +17,10 @@ struct settings {
 	std::string providers;                       // "verbs,tcp,sockets" after the overrides
 	std::chrono::milliseconds op_timeout{5000};  // RPMEM_TIMEOUT: a data-path wait bound
 	std::chrono::milliseconds control_timeout{10000}; // RPMEM_CONTROL_TIMEOUT
-	std::int64_t inline_max = -1;                     // RPMEM_INLINE_MAX (-1: the daemon's)
-	bool spin = false;                                // RPMEM_SPIN=1: poll completions
+	std::chrono::milliseconds keepalive{1500}; // RPMEM_KEEPALIVE: ping interval (0: off);
+	                                           // below a third of rpmemd's heartbeat-timeout
+	std::int64_t inline_max = -1;              // RPMEM_INLINE_MAX (-1: the daemon's)
+	bool spin = false;                         // RPMEM_SPIN=1: poll completions
 };
 
 /** The process's settings, read from the environment on first use. */

@@ -10,9 +10,11 @@
 #include <string>
 #include <unistd.h>
 
-namespace rpmem::client {
+namespace rpmem::client
+{
 
-namespace {
+namespace
+{
 
 struct log_sink {
 	int level = 0;
@@ -20,7 +22,8 @@ struct log_sink {
 
 	log_sink()
 	{
-		level = static_cast<int>(std::max(0LL, parse_env_int(std::getenv("RPMEM_LOG_LEVEL"))));
+		level =
+		    static_cast<int>(std::max(0LL, parse_env_int(std::getenv("RPMEM_LOG_LEVEL"))));
 		const char *file = std::getenv("RPMEM_LOG_FILE");
 		if (level == 0 || !file || !*file)
 			return;
@@ -50,7 +53,7 @@ void log_write(int level, std::string_view message) noexcept
 {
 	static const char *names[] = {"", "error", "warning", "notice", "debug"};
 	std::string line = "<librpmem>: <" + std::to_string(level) + "> [" +
-			   names[std::min(level, 4)] + "] " + std::string(message) + "\n";
+	                   names[std::min(level, 4)] + "] " + std::string(message) + "\n";
 	ssize_t r = ::write(sink().fd, line.data(), line.size());
 	(void)r;
 }

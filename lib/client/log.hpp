@@ -8,7 +8,8 @@
 
 #include <string_view>
 
-namespace rpmem::client {
+namespace rpmem::client
+{
 
 int log_level() noexcept;
 void log_write(int level, std::string_view message) noexcept;

@@ -98,6 +98,7 @@ std::unique_ptr<remote_pool> remote_pool::start(bool create, const std::string &
 		pool->closed_ = true;
 		throw;
 	}
+	pool->ctl_->start_keepalive(s.keepalive);
 	*nlanes = pool->data_->nlanes();
 	if (attr_out)
 		*attr_out = resp.attr;
@@ -138,6 +139,8 @@ void remote_pool::set_attr(const ctl::pool_attr *attr)
 {
 	if (closed_)
 		throw rpmem::error(EINVAL, "the pool is closed");
+	if (auto f = ctl_->failure())
+		throw *f;
 	std::optional<ctl::pool_attr> a;
 	if (attr && !attr->is_zero())
 		a = *attr;
@@ -173,6 +176,8 @@ const std::string &remote_pool::host() const
 void remote_pool::check_range(const char *what, std::size_t offset, std::size_t length,
                               unsigned lane, bool header_allowed) const
 {
+	if (auto f = ctl_->failure())
+		throw *f;
 	if (lane >= data_->nlanes())
 		throw rpmem::error(EINVAL, fmt::format("{}: lane {} is out of range: the pool "
 		                                       "has {} lanes",

@@ -1,0 +1,582 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Faults through the real sshd and rpmemd: a daemon killed mid-stream (errors, not hangs, and
+// every acknowledged persist on the replica), a client killed mid-stream (the daemon exits and
+// the pool opens again), a half-created pool, keep-alive, a link cut between two network
+// namespaces, the distinct start-up errors, a full replica file system, a busy pool.
+// Time bounds are "no hang" bounds from issue 6; the measured times are printed (WARN).
+#include "replica_fixture.hpp"
+
+#include "client/control_session.hpp"
+#include "rpmem/error.hpp"
+#include "support/child.hpp"
+#include "support/netns.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <thread>
+
+using rpmem::client::remote_pool;
+using namespace rpmem::test;
+using namespace std::chrono_literals;
+using clk = std::chrono::steady_clock;
+namespace ctl = rpmem::control;
+
+namespace
+{
+
+constexpr std::size_t pool_size = 8 << 20;
+constexpr std::size_t hdr = 4096;
+
+std::uint64_t fnv1a(const std::uint8_t *p, std::size_t n)
+{
+	std::uint64_t h = 1469598103934665603ULL;
+	for (std::size_t i = 0; i < n; ++i)
+		h = (h ^ p[i]) * 1099511628211ULL;
+	return h;
+}
+
+long ms_since(clk::time_point t)
+{
+	return static_cast<long>(
+	    std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t).count());
+}
+
+int errno_of(const std::function<void()> &f, std::string *message = nullptr)
+{
+	try {
+		f();
+	} catch (const rpmem::error &e) {
+		if (message)
+			*message = e.message();
+		return e.errnum();
+	}
+	return 0;
+}
+
+/** Waits until no rpmemd serves the replica; ms taken, or -1 after `limit`. */
+long wait_rpmemd_gone(const replica &node, std::chrono::milliseconds limit)
+{
+	auto t0 = clk::now();
+	while (find_rpmemd(node.dir().string()) > 0) {
+		if (clk::now() - t0 > limit)
+			return -1;
+		std::this_thread::sleep_for(20ms);
+	}
+	return ms_since(t0);
+}
+
+struct ack {
+	std::size_t offset, length;
+	std::uint64_t crc;
+};
+
+/** Checks every acknowledged range against the replica's part file. */
+void check_acks(const replica &node, const std::string &set, const std::vector<ack> &acks)
+{
+	auto file = slurp(node.part(set));
+	std::size_t bad = 0;
+	for (const auto &a : acks) {
+		REQUIRE(a.offset + a.length <= file.size());
+		if (fnv1a(reinterpret_cast<const std::uint8_t *>(file.data()) + a.offset,
+		          a.length) != a.crc)
+			++bad;
+	}
+	INFO(acks.size() << " acknowledged persists checked");
+	CHECK(bad == 0);
+}
+
+/** The fault client program with the ssh settings of `server`. */
+std::vector<std::string> client_argv(const sshd &server, const replica &node,
+                                     const std::string &target, std::vector<std::string> extra)
+{
+	std::vector<std::string> argv = {RPMEM_BINARY_DIR "/bin/rpmem_fault_client",
+	                                 "target=" + target,
+	                                 "cmd=" + node.command(),
+	                                 "config=" + server.config_file(),
+	                                 "known_hosts=" + server.known_hosts(),
+	                                 "identity=" + server.client_key()};
+	argv.insert(argv.end(), extra.begin(), extra.end());
+	return argv;
+}
+
+std::vector<ack> parse_ack(const std::string &line, std::vector<ack> &acks)
+{
+	std::istringstream in(line);
+	std::string word;
+	unsigned lane;
+	ack a{};
+	in >> word >> lane >> a.offset >> a.length >> a.crc;
+	acks.push_back(a);
+	return acks;
+}
+
+} // namespace
+
+TEST_CASE("rpmemd killed mid-stream: every call fails within 2 s, acknowledged data is on the "
+          "replica",
+          "[fault][kill]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	unsigned nlanes = 8;
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+	                                &nlanes, &attr, node.options());
+	constexpr unsigned threads = 4;
+	std::mutex m;
+	std::vector<ack> acks;
+	std::atomic<clk::rep> killed_at{0};
+	std::vector<long> detect_ms(threads, -1), later_ms(threads, -1);
+	std::vector<int> errs(threads, 0), later_errs(threads, 0);
+	std::vector<std::string> msgs(threads);
+	std::atomic<unsigned> acked{0};
+	std::vector<std::thread> ts;
+	std::size_t slice = (pool_size - hdr) / threads;
+	for (unsigned t = 0; t < threads; ++t) {
+		ts.emplace_back([&, t] {
+			std::mt19937_64 rng(7 + t);
+			std::size_t off = hdr + t * slice; // append-only: acks never overwritten
+			for (unsigned i = 0;; ++i) {
+				std::size_t len = 1 + rng() % (i % 3 == 0 ? 60000 : 3000);
+				if (off + len > hdr + (t + 1) * slice)
+					break;
+				for (std::size_t k = 0; k < len; ++k)
+					local.data()[off + k] = static_cast<std::uint8_t>(rng());
+				unsigned lane = (t + threads * (i % 2)) % nlanes;
+				try {
+					pool->persist(off, len, lane, 0);
+				} catch (const rpmem::error &e) {
+					auto k = killed_at.load();
+					detect_ms[t] = k ? static_cast<long>(
+					                       std::chrono::duration_cast<
+					                           std::chrono::milliseconds>(
+					                           clk::now().time_since_epoch() -
+					                           clk::duration(k))
+					                           .count())
+					                 : -2;
+					errs[t] = e.errnum();
+					msgs[t] = e.message();
+					auto t1 = clk::now();
+					later_errs[t] =
+					    errno_of([&] { pool->persist(hdr, 64, lane, 0); });
+					later_ms[t] = ms_since(t1);
+					return;
+				}
+				{
+					std::lock_guard lock(m);
+					acks.push_back({off, len, fnv1a(local.data() + off, len)});
+				}
+				++acked;
+				off += len;
+			}
+		});
+	}
+	while (acked < 200)
+		std::this_thread::sleep_for(1ms);
+	killed_at = clk::now().time_since_epoch().count();
+	REQUIRE(run_kill_rpmemd(node.dir().string()));
+	for (auto &t : ts)
+		t.join();
+	for (unsigned t = 0; t < threads; ++t) {
+		INFO("thread " << t << ": error " << errs[t] << " after " << detect_ms[t]
+		               << " ms, next call " << later_errs[t] << " after " << later_ms[t]
+		               << " ms: " << msgs[t]);
+		// EIO: the data path reports an RMA write that failed with the connection as EIO on
+		// its lane (lib/client/data_path.cpp, progress()); every later call is ECONNRESET.
+		CHECK((errs[t] == ECONNRESET || errs[t] == ETIMEDOUT || errs[t] == EIO));
+		CHECK((later_errs[t] == ECONNRESET || later_errs[t] == ETIMEDOUT));
+		CHECK(detect_ms[t] >= 0);
+		CHECK(detect_ms[t] < 2000);
+		CHECK(later_ms[t] < 2000);
+	}
+	WARN("rpmemd SIGKILL -> error on every lane: "
+	     << detect_ms[0] << "/" << detect_ms[1] << "/" << detect_ms[2] << "/" << detect_ms[3]
+	     << " ms, " << acks.size() << " acknowledged persists");
+	auto t0 = clk::now();
+	CHECK(errno_of([&] { pool->close(); }) != 0);
+	CHECK(ms_since(t0) < 3000);
+	check_acks(node, "pool.set", acks);
+}
+
+TEST_CASE("a killed client: rpmemd exits within 5 s, the pool opens again, acked data is there",
+          "[fault][kill]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	child c(client_argv(server, node, node.target(),
+	                    {"desc=pool.set", "mode=create", "threads=3", "lanes=6"}),
+	        {}, (node.dir() / "client.stderr").string());
+	auto ready = c.read_line(15s);
+	REQUIRE(ready);
+	REQUIRE(ready->rfind("ready", 0) == 0);
+	std::vector<ack> acks;
+	while (acks.size() < 300) {
+		auto line = c.read_line(10s);
+		REQUIRE(line);
+		REQUIRE(line->rfind("ack", 0) == 0);
+		parse_ack(*line, acks);
+	}
+	REQUIRE(find_rpmemd(node.dir().string()) > 0);
+	c.kill(SIGKILL);
+	auto t0 = clk::now();
+	// Acks already printed may be followed by a few more in the pipe: they count too.
+	while (auto line = c.read_line(200ms))
+		if (line->rfind("ack", 0) == 0)
+			parse_ack(*line, acks);
+	long gone = wait_rpmemd_gone(node, 10s);
+	long total = gone < 0 ? -1 : ms_since(t0);
+	WARN("client SIGKILL -> rpmemd exited after " << total << " ms");
+	CHECK(gone >= 0);
+	CHECK(total < 5000);
+	CHECK(node.log_text().find("closed by the client") != std::string::npos);
+	// The wrapping of a thread's slice makes older acks stale: keep the last per offset.
+	std::map<std::size_t, ack> last;
+	for (const auto &a : acks)
+		last[a.offset] = a;
+	std::vector<ack> latest;
+	for (auto &[o, a] : last) {
+		(void)o;
+		latest.push_back(a);
+	}
+	check_acks(node, "pool.set", latest);
+	local_pool local(pool_size);
+	unsigned nlanes = 2;
+	auto pool = remote_pool::open(node.target(), "pool.set", local.data(), local.size(),
+	                              &nlanes, nullptr, node.options());
+	pool->close();
+}
+
+TEST_CASE("a client killed right after create: the pool is complete and opens", "[fault][kill]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	child c(
+	    client_argv(server, node, node.target(), {"desc=pool.set", "mode=create", "hold=1"}));
+	auto ready = c.read_line(15s);
+	REQUIRE(ready);
+	REQUIRE(ready->rfind("ready", 0) == 0);
+	c.kill(SIGKILL);
+	CHECK(wait_rpmemd_gone(node, 5s) >= 0);
+	CHECK(std::filesystem::exists(node.part("pool.set")));
+	local_pool local(pool_size);
+	unsigned nlanes = 1;
+	ctl::pool_attr got;
+	auto pool = remote_pool::open(node.target(), "pool.set", local.data(), local.size(),
+	                              &nlanes, &got, node.options());
+	CHECK(std::memcmp(got.signature.data(), "FAULT", 5) == 0);
+	pool->close();
+}
+
+TEST_CASE("a create never followed by a fabric connection leaves no pool behind", "[fault]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	auto opts = node.options();
+	{
+		// A client that sends create, gets the response and vanishes before connecting.
+		rpmem::client::control_session s(node.target(), opts.command, *opts.ssh, 10s);
+		ctl::pool_request req;
+		req.pool_size = pool_size;
+		req.nlanes = 2;
+		req.provider = "tcp";
+		req.descriptor = "pool.set";
+		req.attr = sample_attr();
+		auto resp = s.request_pool(req, true);
+		CHECK(resp.fabric.port != 0);
+		CHECK(std::filesystem::exists(node.part("pool.set")));
+	}
+	CHECK(wait_rpmemd_gone(node, 5s) >= 0);
+	CHECK(!std::filesystem::exists(node.part("pool.set")));
+	CHECK(node.log_text().find("removed pool pool.set created in this session") !=
+	      std::string::npos);
+	// A failed fabric connect: the client says "remove", nothing is left either.
+	{
+		rpmem::client::control_session s(node.target(), opts.command, *opts.ssh, 10s);
+		ctl::pool_request req;
+		req.pool_size = pool_size;
+		req.nlanes = 2;
+		req.provider = "tcp";
+		req.descriptor = "pool.set";
+		req.attr = sample_attr();
+		s.request_pool(req, true);
+		s.close(ctl::close_flag_remove);
+	}
+	CHECK(!std::filesystem::exists(node.part("pool.set")));
+}
+
+TEST_CASE("keep-alive: an idle pool outlives the daemon's heartbeat timeout", "[fault][keepalive]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	auto opts = node.options();
+	opts.command += " --heartbeat-timeout=1200";
+	opts.tuning->keepalive = 300ms;
+	unsigned nlanes = 2;
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+	                                &nlanes, &attr, opts);
+	std::this_thread::sleep_for(3500ms);
+	std::memset(local.data() + hdr, 0x42, 100);
+	CHECK(errno_of([&] { pool->persist(hdr, 100, 1, 0); }) == 0);
+	pool->close();
+	CHECK(node.log_text().find("client silent") == std::string::npos);
+}
+
+TEST_CASE("a silent client (no keep-alive) is dropped after the heartbeat timeout",
+          "[fault][keepalive]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	auto opts = node.options();
+	opts.command += " --heartbeat-timeout=1500";
+	opts.tuning->keepalive = 0ms;
+	unsigned nlanes = 2;
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+	                                &nlanes, &attr, opts);
+	auto t0 = clk::now();
+	long gone = wait_rpmemd_gone(node, 6s);
+	long took = gone < 0 ? -1 : ms_since(t0);
+	WARN("silent client dropped by rpmemd after " << took << " ms (heartbeat-timeout 1500)");
+	CHECK(took >= 1000);
+	CHECK(took < 4000);
+	CHECK(node.log_text().find("client silent for more than 1500 ms") != std::string::npos);
+	CHECK(errno_of([&] { pool->persist(hdr, 64, 0, 0); }) != 0);
+}
+
+TEST_CASE("keep-alive: a daemon that dies while the pool is idle is ECONNRESET on the next call",
+          "[fault][keepalive]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	auto opts = node.options();
+	opts.tuning->keepalive = 200ms;
+	unsigned nlanes = 2;
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+	                                &nlanes, &attr, opts);
+	REQUIRE(run_kill_rpmemd(node.dir().string()));
+	std::this_thread::sleep_for(1s);
+	std::string msg;
+	auto t0 = clk::now();
+	CHECK(errno_of([&] { pool->persist(hdr, 64, 0, 0); }, &msg) == ECONNRESET);
+	CHECK(ms_since(t0) < 100);
+	INFO(msg);
+	CHECK(msg.find(server.address()) != std::string::npos);
+	CHECK(msg.find("keep-alive") != std::string::npos);
+	CHECK(errno_of([&] { pool->close(); }) == ECONNRESET);
+}
+
+TEST_CASE("start-up failures are distinct errors naming the host", "[fault][errors]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	auto attempt = [&](const rpmem::client::pool_options &o, std::string &msg) {
+		unsigned nlanes = 1;
+		return errno_of(
+		    [&] {
+			    remote_pool::create(node.target(), "pool.set", local.data(),
+			                        local.size(), &nlanes, &attr, o);
+		    },
+		    &msg);
+	};
+	std::map<std::string, std::pair<int, std::string>> got;
+	auto wrong_key = node.options();
+	wrong_key.ssh->identity_files = {server.make_key("stranger")};
+	got["wrong key"].first = attempt(wrong_key, got["wrong key"].second);
+	auto unknown = node.options();
+	unknown.ssh->known_hosts_file = server.make_empty_known_hosts("empty_known_hosts");
+	got["unknown host key"].first = attempt(unknown, got["unknown host key"].second);
+	auto changed = node.options();
+	changed.ssh->known_hosts_file = server.make_wrong_known_hosts("wrong_known_hosts");
+	got["changed host key"].first = attempt(changed, got["changed host key"].second);
+	auto missing = node.options();
+	missing.command = "/nonexistent/rpmemd";
+	got["rpmemd missing"].first = attempt(missing, got["rpmemd missing"].second);
+	// A daemon speaking control protocol 2.0: a hello with major 2 and nothing else.
+	auto fake = node.dir() / "rpmemd-v2";
+	std::ofstream(fake)
+	    << "#!/bin/sh\nprintf '\\122\\120\\120\\115\\001\\000\\000\\000\\034\\000"
+	       "\\000\\000\\002\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000"
+	       "\\000\\000\\000\\000\\000'\nsleep 2\n";
+	std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+	auto v2 = node.options();
+	v2.command = fake.string();
+	got["protocol 2.0"].first = attempt(v2, got["protocol 2.0"].second);
+
+	std::map<std::string, int> want = {{"wrong key", EACCES},
+	                                   {"unknown host key", ENOKEY},
+	                                   {"changed host key", EKEYREJECTED},
+	                                   {"rpmemd missing", ENOENT},
+	                                   {"protocol 2.0", EPROTONOSUPPORT}};
+	std::set<std::string> messages;
+	for (auto &[what, r] : got) {
+		INFO(what << ": errno " << r.first << ": " << r.second);
+		CHECK(r.first == want[what]);
+		CHECK(r.second.find(server.address()) != std::string::npos);
+		messages.insert(r.second);
+	}
+	CHECK(messages.size() == got.size());
+	CHECK(got["protocol 2.0"].second.find("2.0") != std::string::npos);
+	CHECK(!std::filesystem::exists(node.part("pool.set")));
+}
+
+TEST_CASE("no space on the replica: create fails cleanly and leaves nothing", "[fault][enospc]")
+{
+	sshd server;
+	replica node(server);
+	auto mnt = node.dir() / "small";
+	std::filesystem::create_directories(mnt);
+	REQUIRE(::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=4M,mode=0700") == 0);
+	struct unmount {
+		std::filesystem::path p;
+		~unmount() { ::umount2(p.c_str(), MNT_DETACH); }
+	} guard{mnt};
+	std::ofstream(node.dir() / "big.set")
+	    << "PMEMPOOLSET\n8M " << (mnt / "big.part0").string() << "\n";
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	unsigned nlanes = 1;
+	std::string msg;
+	int err = errno_of(
+	    [&] {
+		    remote_pool::create(node.target(), "big.set", local.data(), local.size(),
+		                        &nlanes, &attr, node.options());
+	    },
+	    &msg);
+	INFO(msg);
+	CHECK(err != 0);
+	CHECK(msg.find(server.address()) != std::string::npos);
+	CHECK(msg.find("cannot allocate") != std::string::npos);
+	CHECK(msg.find("big.part0") != std::string::npos);
+	CHECK(std::filesystem::is_empty(mnt));
+	CHECK(wait_rpmemd_gone(node, 5s) >= 0);
+}
+
+TEST_CASE("two clients open one pool: the second is EBUSY, the first is undisturbed",
+          "[fault][busy]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size), other(pool_size);
+	auto attr = sample_attr();
+	unsigned nlanes = 2;
+	auto first = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+	                                 &nlanes, &attr, node.options());
+	std::memset(local.data() + hdr, 0x11, 4096);
+	first->persist(hdr, 4096, 0, 0);
+	for (int i = 0; i < 2; ++i) {
+		unsigned n2 = 2;
+		std::string msg;
+		CHECK(errno_of(
+		          [&] {
+			          remote_pool::open(node.target(), "pool.set", other.data(),
+			                            other.size(), &n2, nullptr, node.options());
+		          },
+		          &msg) == EBUSY);
+		CHECK(msg.find(server.address()) != std::string::npos);
+	}
+	std::memset(local.data() + hdr + 4096, 0x22, 4096);
+	first->persist(hdr + 4096, 4096, 1, 0);
+	first->close();
+	auto file = slurp(node.part("pool.set"));
+	CHECK(file.substr(hdr, 4096) == std::string(4096, '\x11'));
+	CHECK(file.substr(hdr + 4096, 4096) == std::string(4096, '\x22'));
+}
+
+TEST_CASE("a cut link (veth down between two namespaces): errors in time, a new open after",
+          "[fault][netns]")
+{
+	std::string why;
+	if (!netns_pair::available(&why))
+		FAIL(
+		    "network namespaces are unavailable, so the link-cut test cannot run: " << why);
+	netns_pair net;
+	std::unique_ptr<sshd> server;
+	net.in_server([&] { server = std::make_unique<sshd>(net.server_address()); });
+	replica node(*server);
+	node.write_poolset("pool.set", {"8M"});
+	auto target = server->target().str();
+	auto args = [&](std::vector<std::string> extra) {
+		auto argv = client_argv(*server, node, target, std::move(extra));
+		argv.insert(argv.begin(), {"/usr/sbin/ip", "netns", "exec", net.client_ns()});
+		return argv;
+	};
+	const long op_timeout = 2000;
+	long client_ms = -1, daemon_ms = -1;
+	{
+		child c(args({"desc=pool.set", "mode=create", "threads=2", "lanes=4",
+		              fmt::format("timeout={}", op_timeout), "keepalive=500",
+		              "control_timeout=3000"}),
+		        {}, (node.dir() / "client.stderr").string());
+		auto ready = c.read_line(20s);
+		INFO(slurp(node.dir() / "client.stderr") << node.log_text());
+		REQUIRE(ready);
+		REQUIRE(ready->rfind("ready", 0) == 0);
+		for (int i = 0; i < 100; ++i) {
+			auto line = c.read_line(10s);
+			REQUIRE(line);
+			REQUIRE(line->rfind("ack", 0) == 0);
+		}
+		net.set_link(false);
+		auto cut = clk::now();
+		std::optional<std::string> err;
+		while (auto line = c.read_line(10s)) {
+			if (line->rfind("error", 0) == 0) {
+				err = line;
+				break;
+			}
+		}
+		client_ms = ms_since(cut);
+		REQUIRE(err);
+		INFO(*err);
+		std::istringstream in(*err);
+		std::string word;
+		int e = 0;
+		in >> word >> e;
+		CHECK((e == ETIMEDOUT || e == ECONNRESET));
+		CHECK(client_ms <= op_timeout + 1500);
+		auto closed = c.read_line(10s);
+		CHECK(closed);
+		CHECK(c.wait(10s));
+		long gone = wait_rpmemd_gone(node, 10s);
+		daemon_ms = gone < 0 ? -1 : ms_since(cut);
+		CHECK(gone >= 0);
+		CHECK(daemon_ms < 5000 + 2000);
+	}
+	WARN("link cut -> client error after " << client_ms << " ms (RPMEM_TIMEOUT " << op_timeout
+	                                       << "), rpmemd exit after " << daemon_ms
+	                                       << " ms (heartbeat-timeout 5000)");
+	net.set_link(true);
+	child again(args({"desc=pool.set", "mode=open", "threads=2", "ops=50"}), {},
+	            (node.dir() / "client2.stderr").string());
+	auto ready = again.read_line(20s);
+	INFO(slurp(node.dir() / "client2.stderr") << node.log_text());
+	REQUIRE(ready);
+	CHECK(ready->rfind("ready", 0) == 0);
+	std::string last;
+	while (auto line = again.read_line(10s))
+		last = *line;
+	CHECK(last == "closed 0");
+}
