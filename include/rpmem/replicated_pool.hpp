@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// rpmem::replicated_pool — a pool described by a pool set file (poolset(5)): the master's local
+// parts, mapped contiguously through libpmem, plus every REPLICA section, local or remote.
+//
+//   PMEMPOOLSET
+//   256M /mnt/pmem/log.part0
+//   REPLICA node2 log.set          # rpmemd on node2, pool set log.set in its poolset dir
+//   REPLICA node3 log.set
+//
+//   auto p = rpmem::replicated_pool::create("/etc/app/log.set");
+//   std::memcpy(p.data().data(), record, n);
+//   p.persist(p.data_offset(), n); // durable on the master, node2 and node3 when it returns
+//
+// Layout: a replicated pool set is a PMDK pool set. Each part starts with a PMDK pool header
+// (4 KiB; signature options::signature, default "RPMEMRP", major options::major, the
+// CKSUM_2K feature, a pool set UUID shared by all replicas, part and replica links as PMDK
+// writes them); `pmempool info` reads them and rpmemd writes the same headers on remote
+// replicas. Offsets are relative to the pool's start (the master part 0 header): data begins
+// at data_offset() (4096). OPTION SINGLEHDR and NOHDRS are not supported.
+//
+// Fan-out: remote writes are posted to every replica and waited on together, so a persist
+// costs the slowest replica's latency, not the sum. Asynchronous mode: persist() returns once
+// the data is durable on the master and the local replicas; a background thread replicates
+// with a bounded lag; barrier() waits for everything persisted before it.
+//
+// Failures: by default a lost replica fails the call (rpmem::error) and every later one until
+// resync(); with failure_policy::degrade the pool keeps going on the remaining replicas,
+// reports the lost one (on_replica_lost, replicas()) and resync() brings it back.
+//
+// Thread safety: persist/flush+drain/barrier may be called from several threads (remote
+// fan-outs are serialized); create/open/close/resync are not concurrent with anything.
+#pragma once
+
+#include "rpmem/error.hpp"
+#include "rpmem/pool.hpp"
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace rpmem
+{
+
+class replicated_pool
+{
+public:
+	enum class mode {
+		synchronous, // persist returns when every replica holds the range
+		asynchronous // persist returns when the master holds it; replicas follow
+	};
+	enum class failure_policy {
+		fail,   // a lost replica fails the call and every later one until resync()
+		degrade // keep going on the remaining replicas; report the lost one
+	};
+
+	/** One replica as the pool set names it: index 0 is the master. */
+	struct replica_status {
+		std::size_t index = 0;
+		bool remote = false;
+		std::string where; // "target:poolset" for a remote replica, part 0's path else
+		bool in_sync = true;
+		std::string error; // why it was lost (empty while in sync)
+	};
+
+	/** How far the replicas trail the master (asynchronous mode; zeros when synchronous). */
+	struct lag_info {
+		std::size_t bytes = 0;              // persisted locally, not yet on every replica
+		std::size_t ranges = 0;             // persist calls behind those bytes
+		std::chrono::nanoseconds oldest{0}; // age of the oldest unreplicated persist
+	};
+
+	struct options {
+		mode replication = mode::synchronous;
+		failure_policy on_failure = failure_policy::fail;
+		/** Asynchronous mode: persist blocks while more than this many bytes, or data older
+		 * than max_lag_time, wait for replication. */
+		std::size_t max_lag_bytes = 64u << 20;
+		std::chrono::milliseconds max_lag_time{1000};
+		/** How to reach every remote replica's rpmemd (defaults: the environment; with
+		 * RPMEM_CMD="cmdA|cmdB" each remote replica takes the next entry in order). */
+		connect_options remote;
+		/** If set, overrides `remote` per replica (index in the pool set, target, name). */
+		std::function<connect_options(std::size_t replica, const std::string &target,
+		                              const std::string &poolset)>
+		    remote_for;
+		/** Called (from the thread that saw the failure) when a replica is lost. */
+		std::function<void(const replica_status &)> on_replica_lost;
+		/** Header identity written by create() and required by open(). */
+		std::array<char, 8> signature{'R', 'P', 'M', 'E', 'M', 'R', 'P', '\0'};
+		std::uint32_t major = 1;
+	};
+
+	/** Creates every part of every local replica (files must not exist) and every remote
+	 * replica's pool set, writes headers. Throws rpmem::error. */
+	static replicated_pool create(const std::string &poolset_path, const options &opts);
+	static replicated_pool create(const std::string &poolset_path);
+	/** Maps the master, checks every replica's headers (signature, major, pool set UUID),
+	 * connects the remote replicas. Replicas are not compared: call resync() if one is
+	 * known to be behind. */
+	static replicated_pool open(const std::string &poolset_path, const options &opts);
+	static replicated_pool open(const std::string &poolset_path);
+
+	replicated_pool(replicated_pool &&) noexcept;
+	replicated_pool &operator=(replicated_pool &&) noexcept;
+	replicated_pool(const replicated_pool &) = delete;
+	replicated_pool &operator=(const replicated_pool &) = delete;
+	/** barrier() (asynchronous mode), then closes every replica; never throws. */
+	~replicated_pool();
+
+	/** The whole pool (header included), mapped from the master's parts. */
+	std::byte *addr() const;
+	std::size_t size() const;
+	static constexpr std::size_t data_offset() { return 4096; }
+	/** The part after the header: [data_offset(), size()). */
+	std::span<std::byte> data() const;
+
+	/** Durable on the master (and, when synchronous, on every replica) when it returns. */
+	void persist(std::size_t offset, std::size_t length);
+	void persist(std::span<const std::byte> range);
+	/** Batching: flush() posts ranges to every replica; drain() makes them all durable with
+	 * one round trip per replica, all replicas waited on together. */
+	void flush(std::size_t offset, std::size_t length);
+	void flush(std::span<const std::byte> range);
+	void drain();
+
+	/** Waits until every replica in sync holds everything persisted before the call. */
+	void barrier();
+	lag_info lag() const;
+
+	std::vector<replica_status> replicas() const;
+	/** Brings replica `index` back (remote: reconnects, reopening or re-creating its pool)
+	 * and copies the master into it; progress(done, total) is called as bytes are copied.
+	 * Afterwards the replica is in sync. */
+	void resync(std::size_t index,
+	            const std::function<void(std::size_t done, std::size_t total)> &progress = {});
+
+	/** barrier(), then closes every replica and unmaps. Throws what the barrier or a
+	 * replica's close reports; the pool is closed either way. */
+	void close();
+
+	struct impl;
+
+private:
+	explicit replicated_pool(std::unique_ptr<impl> p);
+	std::unique_ptr<impl> impl_;
+};
+
+} // namespace rpmem

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "replication/local_map.hpp"
+
+#include "rpmem/error.hpp"
+
+#include <fmt/format.h>
+#include <libpmem.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef MAP_SHARED_VALIDATE
+#define MAP_SHARED_VALIDATE 0x03
+#endif
+#ifndef MAP_SYNC
+#define MAP_SYNC 0x80000
+#endif
+
+namespace rpmem::replication
+{
+
+namespace
+{
+
+constexpr std::size_t align_down(std::uint64_t v)
+{
+	return static_cast<std::size_t>(v & ~(std::uint64_t{pool_hdr_size} - 1));
+}
+
+[[noreturn]] void fail(int err, const std::string &what)
+{
+	throw rpmem::error(err, fmt::format("{}: {}", what, std::strerror(err)));
+}
+
+} // namespace
+
+local_replica::~local_replica()
+{
+	if (base_)
+		munmap(base_, reserved_);
+	for (int fd : fds_)
+		::close(fd);
+}
+
+std::unique_ptr<local_replica> local_replica::create(const poolset::replica &r, std::size_t size)
+{
+	std::unique_ptr<local_replica> l(new local_replica);
+	for (const auto &p : r.parts) {
+		int fd = ::open(p.path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0)
+			fail(errno, fmt::format("cannot create pool part {}: check the directory "
+			                        "exists and is writable",
+			                        p.path));
+		l->fds_.push_back(fd);
+		l->paths_.push_back(p.path);
+		struct stat st {
+		};
+		if (fstat(fd, &st) == 0 && st.st_size != 0)
+			throw rpmem::error(EEXIST,
+			                   fmt::format("pool part {} already exists ({} bytes): "
+			                               "remove it, or open the pool set instead "
+			                               "of creating it",
+			                               p.path, st.st_size));
+		int err = posix_fallocate(fd, 0, static_cast<off_t>(p.size));
+		if (err)
+			fail(err, fmt::format("cannot allocate {} bytes for pool part {}", p.size,
+			                      p.path));
+	}
+	l->map(r, size);
+	return l;
+}
+
+std::unique_ptr<local_replica> local_replica::open(const poolset::replica &r, std::size_t size)
+{
+	std::unique_ptr<local_replica> l(new local_replica);
+	for (const auto &p : r.parts) {
+		int fd = ::open(p.path.c_str(), O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			fail(errno, fmt::format("cannot open pool part {} (pool set line {})",
+			                        p.path, p.line));
+		l->fds_.push_back(fd);
+		l->paths_.push_back(p.path);
+		struct stat st {
+		};
+		if (fstat(fd, &st) != 0)
+			fail(errno, fmt::format("cannot stat pool part {}", p.path));
+		if (static_cast<std::uint64_t>(st.st_size) < p.size)
+			throw rpmem::error(EINVAL,
+			                   fmt::format("pool part {} has {} bytes but the pool "
+			                               "set says {}: fix the size on line {}",
+			                               p.path, st.st_size, p.size, p.line));
+	}
+	l->map(r, size);
+	return l;
+}
+
+void local_replica::map(const poolset::replica &r, std::size_t size)
+{
+	reserved_ = size;
+	void *res =
+	    mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (res == MAP_FAILED)
+		fail(errno,
+		     fmt::format("cannot reserve {} bytes of address space for the pool", size));
+	base_ = static_cast<std::byte *>(res);
+	size_ = size;
+	bool all_sync = true;
+	std::size_t at = 0;
+	for (std::size_t i = 0; i < r.parts.size() && at < size; ++i) {
+		std::size_t file_off = i == 0 ? 0 : pool_hdr_size;
+		std::size_t len = align_down(r.parts[i].size) - file_off;
+		len = std::min(len, size - at);
+		void *want = base_ + at;
+		void *p = mmap(want, len, PROT_READ | PROT_WRITE,
+		               MAP_SHARED_VALIDATE | MAP_SYNC | MAP_FIXED, fds_[i],
+		               static_cast<off_t>(file_off));
+		if (p == MAP_FAILED) {
+			all_sync = false;
+			p = mmap(want, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fds_[i],
+			         static_cast<off_t>(file_off));
+		}
+		if (p == MAP_FAILED)
+			fail(errno, fmt::format("cannot map pool part {}", r.parts[i].path));
+		at += len;
+	}
+	if (at < size)
+		throw rpmem::error(EINVAL,
+		                   fmt::format("the replica on line {} holds {} bytes, less "
+		                               "than the master's {}: make its parts larger",
+		                               r.line, at, size));
+	pmem_ = all_sync || pmem_is_pmem(base_, size_);
+}
+
+void local_replica::write_header(std::size_t part, const header_fields &h)
+{
+	if (part == 0) {
+		replication::write_header(base_, h);
+		persist(0, pool_hdr_size);
+		return;
+	}
+	std::array<std::byte, pool_hdr_size> img;
+	replication::write_header(img.data(), h);
+	if (pwrite(fds_[part], img.data(), img.size(), 0) != static_cast<ssize_t>(img.size()) ||
+	    fsync(fds_[part]) != 0)
+		fail(errno, fmt::format("cannot write the pool header of {}", paths_[part]));
+}
+
+header_fields local_replica::read_header(std::size_t part) const
+{
+	std::array<std::byte, pool_hdr_size> img;
+	if (part == 0)
+		std::memcpy(img.data(), base_, img.size());
+	else if (pread(fds_[part], img.data(), img.size(), 0) != static_cast<ssize_t>(img.size()))
+		fail(errno ? errno : EIO,
+		     fmt::format("cannot read the pool header of {}", paths_[part]));
+	std::string why;
+	auto h = replication::read_header(img.data(), &why);
+	if (!h)
+		throw rpmem::error(EINVAL,
+		                   fmt::format("pool part {}: {}: it is not a part of a "
+		                               "replicated pool (create the pool set first)",
+		                               paths_[part], why));
+	return *h;
+}
+
+void local_replica::persist(std::size_t off, std::size_t len) const
+{
+	if (pmem_)
+		pmem_persist(base_ + off, len);
+	else if (pmem_msync(base_ + off, len) != 0)
+		fail(errno, fmt::format("msync of the pool part {} failed", paths_[0]));
+}
+
+void local_replica::copy_persist(const std::byte *src, std::size_t off, std::size_t len) const
+{
+	if (pmem_) {
+		pmem_memcpy_persist(base_ + off, src + off, len);
+		return;
+	}
+	std::memcpy(base_ + off, src + off, len);
+	persist(off, len);
+}
+
+void local_replica::copy_flush(const std::byte *src, std::size_t off, std::size_t len) const
+{
+	if (pmem_) {
+		pmem_memcpy_nodrain(base_ + off, src + off, len);
+		return;
+	}
+	std::memcpy(base_ + off, src + off, len);
+	persist(off, len);
+}
+
+void local_replica::flush(std::size_t off, std::size_t len) const
+{
+	if (pmem_)
+		pmem_flush(base_ + off, len);
+	else
+		persist(off, len);
+}
+
+void local_replica::drain() const
+{
+	if (pmem_)
+		pmem_drain();
+}
+
+} // namespace rpmem::replication

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// One local replica of a pool set: its part files mapped contiguously through libpmem, PMDK
+// style (part 0 whole, each later part without its 4 KiB header, right after the previous).
+#pragma once
+
+#include "poolset/poolset.hpp"
+#include "replication/pool_header.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace rpmem::replication
+{
+
+class local_replica
+{
+public:
+	/** Creates the part files (they must not exist, or be empty) and maps them. */
+	static std::unique_ptr<local_replica> create(const poolset::replica &r, std::size_t size);
+	/** Maps existing part files. */
+	static std::unique_ptr<local_replica> open(const poolset::replica &r, std::size_t size);
+	~local_replica();
+	local_replica(const local_replica &) = delete;
+	local_replica &operator=(const local_replica &) = delete;
+
+	std::byte *base() const { return base_; }
+	std::size_t size() const { return size_; }
+	bool is_pmem() const { return pmem_; }
+	std::size_t parts() const { return fds_.size(); }
+	const std::string &path(std::size_t part) const { return paths_.at(part); }
+
+	/** Writes part i's header (through the file, then fsync) — part 0's via the mapping. */
+	void write_header(std::size_t part, const header_fields &h);
+	/** Reads and checks part i's header; throws rpmem::error(EINVAL) naming the file. */
+	header_fields read_header(std::size_t part) const;
+
+	void persist(std::size_t off, std::size_t len) const;
+	/** Copies [off, off+len) from src (another mapping of the same pool) and persists it. */
+	void copy_persist(const std::byte *src, std::size_t off, std::size_t len) const;
+	/** Copies and flushes; drain() completes it. */
+	void copy_flush(const std::byte *src, std::size_t off, std::size_t len) const;
+	void flush(std::size_t off, std::size_t len) const;
+	void drain() const;
+
+private:
+	local_replica() = default;
+	void map(const poolset::replica &r, std::size_t size);
+
+	std::byte *base_ = nullptr;
+	std::size_t size_ = 0;
+	std::size_t reserved_ = 0;
+	bool pmem_ = false;
+	std::vector<int> fds_;
+	std::vector<std::string> paths_;
+};
+
+} // namespace rpmem::replication

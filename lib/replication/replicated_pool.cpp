@@ -1,0 +1,973 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// rpmem::replicated_pool: the master's local parts + local replicas (libpmem) + remote replicas
+// (client::remote_pool each), with parallel fan-out, an asynchronous mode and resync.
+#include "rpmem/replicated_pool.hpp"
+
+#include "client/env.hpp"
+#include "client/remote_pool.hpp"
+#include "poolset/poolset.hpp"
+#include "replication/fan_out.hpp"
+#include "replication/local_map.hpp"
+#include "replication/options.hpp"
+#include "replication/pool_header.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+
+namespace rpmem
+{
+
+using namespace replication;
+using clock_type = std::chrono::steady_clock;
+
+namespace
+{
+
+/** Bytes copied per step by resync (one flush + drain per replica per chunk). */
+constexpr std::size_t resync_chunk = 4u << 20;
+/** Ranges the replicator flushes to a replica before it drains them. */
+constexpr std::size_t ranges_per_drain = 32;
+
+int errnum_of(std::exception_ptr e, std::string *msg)
+{
+	try {
+		std::rethrow_exception(e);
+	} catch (const rpmem::error &x) {
+		*msg = x.message();
+		return x.errnum() ? x.errnum() : EIO;
+	} catch (const std::exception &x) {
+		*msg = x.what();
+		return EIO;
+	}
+}
+
+struct range {
+	std::size_t offset;
+	std::size_t length;
+};
+
+/** Sorts and merges overlapping or touching ranges. */
+void coalesce(std::vector<range> &v)
+{
+	std::sort(v.begin(), v.end(),
+	          [](const range &a, const range &b) { return a.offset < b.offset; });
+	std::size_t out = 0;
+	for (std::size_t i = 0; i < v.size(); ++i) {
+		if (out && v[i].offset <= v[out - 1].offset + v[out - 1].length) {
+			auto end = std::max(v[out - 1].offset + v[out - 1].length,
+			                    v[i].offset + v[i].length);
+			v[out - 1].length = end - v[out - 1].offset;
+		} else {
+			v[out++] = v[i];
+		}
+	}
+	v.resize(out);
+}
+
+} // namespace
+
+struct remote_replica {
+	std::size_t index = 0;
+	std::string target;
+	std::string descriptor;
+	client::pool_options conn;
+	control::pool_attr attr; // what create() wrote / open() found: used to re-create
+	std::unique_ptr<client::remote_pool> rp;
+	bool lost = false;
+	std::string error;
+};
+
+struct local_copy {
+	std::size_t index = 0;
+	std::unique_ptr<local_replica> map;
+	bool lost = false;
+	std::string error;
+};
+
+struct replicated_pool::impl {
+	poolset::poolset ps;
+	options opts;
+	std::unique_ptr<local_replica> master;
+	std::vector<local_copy> locals;
+	std::vector<remote_replica> remotes;
+	std::unique_ptr<fan_out> fan;
+	std::mutex remote_mu;        // serializes every remote operation (lanes: one user)
+	mutable std::mutex state_mu; // lost / error fields, for replicas() and callbacks
+	bool closed = false;
+
+	// Asynchronous mode: entries persisted locally, not yet on the replicas.
+	struct entry {
+		range r;
+		clock_type::time_point when;
+	};
+	mutable std::mutex q_mu;
+	std::condition_variable work_cv; // the replicator has something to do
+	std::condition_variable done_cv; // the replicator finished a batch
+	std::deque<entry> queue;         // [0, in_flight) are being replicated
+	std::size_t in_flight = 0;
+	std::size_t lag_bytes = 0;
+	std::uint64_t enqueued = 0;   // entries ever queued
+	std::uint64_t replicated = 0; // entries ever replicated (a prefix of enqueued)
+	std::exception_ptr async_error;
+	bool stop = false;
+	std::vector<range> flushed; // asynchronous flush() ranges waiting for drain()
+	std::thread replicator;
+
+	void check_range(const char *what, std::size_t off, std::size_t len) const;
+	void start_async();
+	void stop_async();
+	void replicate_loop();
+	void enqueue(range r);
+	void wait_barrier();
+	void rethrow_async_error();
+
+	/** Runs op on every remote replica in sync, all at once; applies the failure policy. */
+	void remote_all(const char *what, const std::function<void(remote_replica &)> &op);
+	void mark_lost(std::size_t index, const std::string &why, bool remote);
+	[[noreturn]] void fail_lost(const char *what, std::size_t index, int err,
+	                            const std::string &why) const;
+	void check_not_lost(const char *what) const;
+	std::string where(const remote_replica &r) const
+	{
+		return fmt::format("{}:{}", r.target, r.descriptor);
+	}
+	void close_all();
+};
+
+namespace
+{
+
+poolset::poolset load(const std::string &path)
+{
+	poolset::poolset ps;
+	try {
+		ps = poolset::parse_file(path);
+	} catch (const poolset::parse_error &e) {
+		throw rpmem::error(EINVAL, e.what());
+	}
+	if (ps.opts.single_header || ps.opts.no_headers)
+		throw rpmem::error(ENOTSUP,
+		                   fmt::format("{}: OPTION {} is not supported by "
+		                               "rpmem::replicated_pool: remove the line",
+		                               path, ps.opts.no_headers ? "NOHDRS" : "SINGLEHDR"));
+	if (ps.replicas.empty() || ps.replicas[0].is_remote())
+		throw rpmem::error(EINVAL,
+		                   fmt::format("{}: the first replica (the master) must be "
+		                               "local: list its parts before any REPLICA line",
+		                               path));
+	return ps;
+}
+
+/** Each remote replica's connection options, RPMEM_CMD entries taken in replica order. */
+client::pool_options remote_options(const replicated_pool::options &o, std::size_t index,
+                                    const poolset::replica &r)
+{
+	connect_options c = o.remote_for ? o.remote_for(index, r.target, r.descriptor) : o.remote;
+	auto out = to_client(c);
+	if (out.command.empty())
+		out.command = client::next_command();
+	return out;
+}
+
+/** Starts fn(i) for every i on its own thread (connecting replicas costs an SSH handshake
+ * each) and rethrows the first failure once all are done. */
+void for_each_parallel(std::size_t n, const std::function<void(std::size_t)> &fn,
+                       std::vector<std::exception_ptr> &errors)
+{
+	errors.assign(n, nullptr);
+	std::vector<std::thread> t;
+	for (std::size_t i = 0; i < n; ++i)
+		t.emplace_back([&, i] {
+			try {
+				fn(i);
+			} catch (...) {
+				errors[i] = std::current_exception();
+			}
+		});
+	for (auto &th : t)
+		th.join();
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// create / open
+
+replicated_pool::replicated_pool(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+replicated_pool::replicated_pool(replicated_pool &&) noexcept = default;
+replicated_pool &replicated_pool::operator=(replicated_pool &&o) noexcept
+{
+	if (this != &o) {
+		if (impl_) {
+			try {
+				close();
+			} catch (const std::exception &) {
+			}
+		}
+		impl_ = std::move(o.impl_);
+	}
+	return *this;
+}
+
+replicated_pool::~replicated_pool()
+{
+	if (!impl_)
+		return;
+	try {
+		close();
+	} catch (const std::exception &) {
+		// A destructor reports nothing; close() does.
+	}
+}
+
+replicated_pool replicated_pool::create(const std::string &poolset_path)
+{
+	return create(poolset_path, options{});
+}
+
+replicated_pool replicated_pool::open(const std::string &poolset_path)
+{
+	return open(poolset_path, options{});
+}
+
+replicated_pool replicated_pool::create(const std::string &poolset_path, const options &opts)
+{
+	auto p = std::make_unique<impl>();
+	p->ps = load(poolset_path);
+	p->opts = opts;
+	auto &ps = p->ps;
+	const std::size_t size = ps.pool_size(0);
+	const std::size_t nrep = ps.replicas.size();
+
+	// UUIDs: one pool set UUID; each replica's part UUIDs (a remote replica: its part 0's).
+	const uuid poolset_uuid = generate_uuid();
+	std::vector<std::vector<uuid>> part_uuids(nrep);
+	for (std::size_t r = 0; r < nrep; ++r) {
+		std::size_t n = ps.replicas[r].is_remote() ? 1 : ps.replicas[r].parts.size();
+		for (std::size_t i = 0; i < n; ++i)
+			part_uuids[r].push_back(generate_uuid());
+	}
+	const auto arch = host_arch_flags();
+	auto fields = [&](std::size_t r, std::size_t part) {
+		header_fields h;
+		h.signature = opts.signature;
+		h.major = opts.major;
+		h.incompat = feat_incompat_cksum_2k;
+		h.poolset = poolset_uuid;
+		const auto &parts = part_uuids[r];
+		h.self = parts[part];
+		h.prev_part = parts[(part + parts.size() - 1) % parts.size()];
+		h.next_part = parts[(part + 1) % parts.size()];
+		h.prev_repl = part_uuids[(r + nrep - 1) % nrep][0];
+		h.next_repl = part_uuids[(r + 1) % nrep][0];
+		h.crtime = static_cast<std::uint64_t>(time(nullptr));
+		h.arch = arch;
+		return h;
+	};
+
+	// Local replicas: create parts, write headers. On failure remove what was created.
+	std::vector<std::string> created;
+	try {
+		for (std::size_t r = 0; r < nrep; ++r) {
+			const auto &rep = ps.replicas[r];
+			if (rep.is_remote())
+				continue;
+			if (r > 0 && ps.pool_size(r) < size)
+				throw rpmem::error(
+				    EINVAL,
+				    fmt::format("{}:{}: replica {} holds {} bytes, less "
+				                "than the master's {}: make its parts "
+				                "larger",
+				                poolset_path, rep.line, r, ps.pool_size(r), size));
+			for (const auto &part : rep.parts)
+				if (access(part.path.c_str(), F_OK) != 0)
+					created.push_back(part.path);
+			auto m = local_replica::create(rep, size);
+			for (std::size_t i = 0; i < m->parts(); ++i)
+				m->write_header(i, fields(r, i));
+			if (r == 0)
+				p->master = std::move(m);
+			else
+				p->locals.push_back({r, std::move(m), false, {}});
+		}
+		for (std::size_t r = 1; r < nrep; ++r) {
+			const auto &rep = ps.replicas[r];
+			if (!rep.is_remote())
+				continue;
+			remote_replica rr;
+			rr.index = r;
+			rr.target = rep.target;
+			rr.descriptor = rep.descriptor;
+			rr.conn = remote_options(opts, r, rep);
+			auto h = fields(r, 0);
+			rr.attr.signature = h.signature;
+			rr.attr.major = h.major;
+			rr.attr.incompat_features = h.incompat;
+			rr.attr.poolset_uuid = h.poolset;
+			rr.attr.uuid = h.self;
+			rr.attr.prev_uuid = h.prev_repl;
+			rr.attr.next_uuid = h.next_repl;
+			rr.attr.user_flags = h.arch;
+			p->remotes.push_back(std::move(rr));
+		}
+		std::vector<std::exception_ptr> errors;
+		for_each_parallel(
+		    p->remotes.size(),
+		    [&](std::size_t i) {
+			    auto &rr = p->remotes[i];
+			    unsigned lanes = 1;
+			    rr.rp = client::remote_pool::create(rr.target, rr.descriptor,
+			                                        p->master->base(), size, &lanes,
+			                                        &rr.attr, rr.conn);
+		    },
+		    errors);
+		for (std::size_t i = 0; i < errors.size(); ++i) {
+			if (!errors[i])
+				continue;
+			std::string msg;
+			int err = errnum_of(errors[i], &msg);
+			// Replicas created meanwhile are removed: a half-created pool set is none.
+			for (auto &rr : p->remotes) {
+				if (!rr.rp)
+					continue;
+				rr.rp.reset();
+				try {
+					client::remote_pool::remove(rr.target, rr.descriptor, 0,
+					                            rr.conn);
+				} catch (const std::exception &) {
+				}
+			}
+			throw rpmem::error(err,
+			                   fmt::format("{}: cannot create remote replica {} ({}): "
+			                               "{}",
+			                               poolset_path, p->remotes[i].index,
+			                               p->where(p->remotes[i]), msg));
+		}
+	} catch (...) {
+		p->master.reset();
+		p->locals.clear();
+		for (const auto &f : created)
+			unlink(f.c_str());
+		throw;
+	}
+	p->fan = std::make_unique<fan_out>(p->remotes.size());
+	if (opts.replication == mode::asynchronous)
+		p->start_async();
+	return replicated_pool(std::move(p));
+}
+
+replicated_pool replicated_pool::open(const std::string &poolset_path, const options &opts)
+{
+	auto p = std::make_unique<impl>();
+	p->ps = load(poolset_path);
+	p->opts = opts;
+	auto &ps = p->ps;
+	const std::size_t size = ps.pool_size(0);
+
+	p->master = local_replica::open(ps.replicas[0], size);
+	const header_fields master_hdr = p->master->read_header(0);
+	auto check = [&](const header_fields &h, const std::string &what) {
+		if (h.signature != opts.signature)
+			throw rpmem::error(
+			    EINVAL, fmt::format("{}: its pool signature '{}' is not '{}': it is "
+			                        "not a pool of this application (check "
+			                        "options::signature)",
+			                        what,
+			                        std::string(h.signature.data(),
+			                                    strnlen(h.signature.data(), 8)),
+			                        std::string(opts.signature.data(),
+			                                    strnlen(opts.signature.data(), 8))));
+		if (h.major != opts.major)
+			throw rpmem::error(EINVAL,
+			                   fmt::format("{}: pool format version {} is not the "
+			                               "expected {} (options::major)",
+			                               what, h.major, opts.major));
+		if (h.poolset != master_hdr.poolset)
+			throw rpmem::error(
+			    EINVAL, fmt::format("{}: its pool set UUID {} differs from the "
+			                        "master's {}: it belongs to another pool set",
+			                        what, uuid_string(h.poolset),
+			                        uuid_string(master_hdr.poolset)));
+		if (h.incompat & feat_incompat_singlehdr)
+			throw rpmem::error(ENOTSUP, fmt::format("{}: the SINGLEHDR feature is not "
+			                                        "supported",
+			                                        what));
+	};
+	for (std::size_t i = 0; i < p->master->parts(); ++i)
+		check(p->master->read_header(i), "pool part " + p->master->path(i));
+
+	for (std::size_t r = 1; r < ps.replicas.size(); ++r) {
+		const auto &rep = ps.replicas[r];
+		if (rep.is_remote()) {
+			remote_replica rr;
+			rr.index = r;
+			rr.target = rep.target;
+			rr.descriptor = rep.descriptor;
+			rr.conn = remote_options(opts, r, rep);
+			p->remotes.push_back(std::move(rr));
+			continue;
+		}
+		if (ps.pool_size(r) < size)
+			throw rpmem::error(EINVAL,
+			                   fmt::format("{}:{}: replica {} is smaller than the "
+			                               "master",
+			                               poolset_path, rep.line, r));
+		auto m = local_replica::open(rep, size);
+		for (std::size_t i = 0; i < m->parts(); ++i)
+			check(m->read_header(i), "pool part " + m->path(i));
+		p->locals.push_back({r, std::move(m), false, {}});
+	}
+
+	std::vector<std::exception_ptr> errors;
+	for_each_parallel(
+	    p->remotes.size(),
+	    [&](std::size_t i) {
+		    auto &rr = p->remotes[i];
+		    unsigned lanes = 1;
+		    control::pool_attr a;
+		    rr.rp = client::remote_pool::open(rr.target, rr.descriptor, p->master->base(),
+		                                      size, &lanes, &a, rr.conn);
+		    if (a.is_zero())
+			    throw rpmem::error(EINVAL,
+			                       "the remote pool has no header (OPTION "
+			                       "NOHDRS?): it is not a replica of this pool");
+		    header_fields h;
+		    h.signature = a.signature;
+		    h.major = a.major;
+		    h.incompat = a.incompat_features;
+		    h.poolset = a.poolset_uuid;
+		    check(h, "remote replica " + p->where(rr));
+		    rr.attr = a;
+	    },
+	    errors);
+	for (std::size_t i = 0; i < errors.size(); ++i) {
+		if (!errors[i])
+			continue;
+		std::string msg;
+		int err = errnum_of(errors[i], &msg);
+		auto &rr = p->remotes[i];
+		if (opts.on_failure == failure_policy::degrade) {
+			// Keep going without it; resync() re-creates it from the master.
+			rr.rp.reset();
+			rr.attr = {};
+			p->mark_lost(rr.index, msg, true);
+			continue;
+		}
+		throw rpmem::error(err, fmt::format("{}: cannot open remote replica {} ({}): {} "
+		                                    "(open with failure_policy::degrade to go on "
+		                                    "without it, then resync({}))",
+		                                    poolset_path, rr.index, p->where(rr), msg,
+		                                    rr.index));
+	}
+	p->fan = std::make_unique<fan_out>(p->remotes.size());
+	if (opts.replication == mode::asynchronous)
+		p->start_async();
+	return replicated_pool(std::move(p));
+}
+
+// ---------------------------------------------------------------------------------------------
+// failure policy
+
+void replicated_pool::impl::mark_lost(std::size_t index, const std::string &why, bool remote)
+{
+	replica_status st;
+	{
+		std::lock_guard g(state_mu);
+		if (remote) {
+			for (auto &r : remotes)
+				if (r.index == index) {
+					r.lost = true;
+					r.error = why;
+					st = {index, true, where(r), false, why};
+				}
+		} else {
+			for (auto &l : locals)
+				if (l.index == index) {
+					l.lost = true;
+					l.error = why;
+					st = {index, false, l.map->path(0), false, why};
+				}
+		}
+	}
+	if (opts.on_replica_lost)
+		opts.on_replica_lost(st);
+}
+
+void replicated_pool::impl::fail_lost(const char *what, std::size_t index, int err,
+                                      const std::string &why) const
+{
+	throw rpmem::error(err, fmt::format("{}: replica {} is lost ({}): the pool set is not "
+	                                    "fully replicated; bring the replica back and call "
+	                                    "resync({}), or use failure_policy::degrade",
+	                                    what, index, why, index));
+}
+
+void replicated_pool::impl::check_not_lost(const char *what) const
+{
+	if (opts.on_failure == failure_policy::degrade)
+		return;
+	std::lock_guard g(state_mu);
+	for (const auto &r : remotes)
+		if (r.lost)
+			fail_lost(what, r.index, EIO, r.error);
+}
+
+void replicated_pool::impl::remote_all(const char *what,
+                                       const std::function<void(remote_replica &)> &op)
+{
+	if (remotes.empty())
+		return;
+	std::vector<bool> active(remotes.size());
+	{
+		std::lock_guard g(state_mu);
+		for (std::size_t i = 0; i < remotes.size(); ++i)
+			active[i] = !remotes[i].lost && remotes[i].rp;
+	}
+	std::vector<std::exception_ptr> errors;
+	fan->run([&](std::size_t i) { op(remotes[i]); }, active, errors);
+	std::size_t failed = remotes.size();
+	int failed_err = 0;
+	std::string failed_msg;
+	for (std::size_t i = 0; i < errors.size(); ++i) {
+		if (!errors[i])
+			continue;
+		std::string msg;
+		int err = errnum_of(errors[i], &msg);
+		mark_lost(remotes[i].index, msg, true);
+		if (failed == remotes.size()) {
+			failed = i;
+			failed_err = err;
+			failed_msg = msg;
+		}
+	}
+	if (failed != remotes.size() && opts.on_failure == failure_policy::fail)
+		throw rpmem::error(failed_err,
+		                   fmt::format("{}: remote replica {} ({}) failed: {}: the data is "
+		                               "durable on the master but not on every replica; "
+		                               "bring the replica back and call resync({}), or use "
+		                               "failure_policy::degrade",
+		                               what, remotes[failed].index, where(remotes[failed]),
+		                               failed_msg, remotes[failed].index));
+}
+
+// ---------------------------------------------------------------------------------------------
+// data path
+
+void replicated_pool::impl::check_range(const char *what, std::size_t off, std::size_t len) const
+{
+	if (closed)
+		throw rpmem::error(EINVAL,
+		                   fmt::format("replicated_pool::{}: the pool is closed", what));
+	const std::size_t size = master->size();
+	if (off < data_offset() || off > size || len > size - off)
+		throw rpmem::error(
+		    EINVAL, fmt::format("replicated_pool::{}: range [{}, +{}) is outside the "
+		                        "pool's data [{}, {}): the first {} bytes hold the "
+		                        "pool header",
+		                        what, off, len, data_offset(), size, data_offset()));
+}
+
+std::byte *replicated_pool::addr() const
+{
+	return impl_->master->base();
+}
+
+std::size_t replicated_pool::size() const
+{
+	return impl_->master->size();
+}
+
+std::span<std::byte> replicated_pool::data() const
+{
+	return {addr() + data_offset(), size() - data_offset()};
+}
+
+void replicated_pool::persist(std::span<const std::byte> range)
+{
+	persist(static_cast<std::size_t>(range.data() - addr()), range.size());
+}
+
+void replicated_pool::flush(std::span<const std::byte> range)
+{
+	flush(static_cast<std::size_t>(range.data() - addr()), range.size());
+}
+
+void replicated_pool::persist(std::size_t offset, std::size_t length)
+{
+	auto &d = *impl_;
+	d.check_range("persist", offset, length);
+	if (length == 0)
+		return;
+	d.master->persist(offset, length);
+	for (auto &l : d.locals)
+		if (!l.lost)
+			l.map->copy_persist(d.master->base(), offset, length);
+	if (d.opts.replication == mode::asynchronous) {
+		d.enqueue({offset, length});
+		return;
+	}
+	std::lock_guard g(d.remote_mu);
+	// The replicas still in sync get the range even when the call is going to fail because
+	// one is lost: then resync() of the lost one is all it takes to be whole again.
+	d.remote_all("replicated_pool::persist",
+	             [&](remote_replica &r) { r.rp->persist(offset, length, 0, 0); });
+	d.check_not_lost("replicated_pool::persist");
+}
+
+void replicated_pool::flush(std::size_t offset, std::size_t length)
+{
+	auto &d = *impl_;
+	d.check_range("flush", offset, length);
+	if (length == 0)
+		return;
+	d.master->flush(offset, length);
+	for (auto &l : d.locals)
+		if (!l.lost)
+			l.map->copy_flush(d.master->base(), offset, length);
+	if (d.opts.replication == mode::asynchronous) {
+		std::lock_guard g(d.q_mu);
+		d.flushed.push_back({offset, length});
+		return;
+	}
+	// Posting a write returns at once: no need for the workers.
+	std::lock_guard g(d.remote_mu);
+	for (auto &r : d.remotes) {
+		if (r.lost || !r.rp)
+			continue;
+		try {
+			r.rp->flush(offset, length, 0, client::flush_relaxed);
+		} catch (const std::exception &) {
+			// The drain that follows reports it through the failure policy.
+		}
+	}
+}
+
+void replicated_pool::drain()
+{
+	auto &d = *impl_;
+	if (d.closed)
+		throw rpmem::error(EINVAL, "replicated_pool::drain: the pool is closed");
+	d.master->drain();
+	for (auto &l : d.locals)
+		if (!l.lost)
+			l.map->drain();
+	if (d.opts.replication == mode::asynchronous) {
+		std::vector<range> f;
+		{
+			std::lock_guard g(d.q_mu);
+			f.swap(d.flushed);
+		}
+		for (auto &r : f)
+			d.enqueue(r);
+		return;
+	}
+	std::lock_guard g(d.remote_mu);
+	d.remote_all("replicated_pool::drain", [&](remote_replica &r) { r.rp->drain(0, 0); });
+	d.check_not_lost("replicated_pool::drain");
+}
+
+// ---------------------------------------------------------------------------------------------
+// asynchronous mode
+
+void replicated_pool::impl::start_async()
+{
+	replicator = std::thread([this] { replicate_loop(); });
+}
+
+void replicated_pool::impl::stop_async()
+{
+	if (!replicator.joinable())
+		return;
+	{
+		std::lock_guard g(q_mu);
+		stop = true;
+	}
+	work_cv.notify_all();
+	replicator.join();
+}
+
+void replicated_pool::impl::rethrow_async_error()
+{
+	if (async_error && opts.on_failure == failure_policy::fail)
+		std::rethrow_exception(async_error);
+}
+
+void replicated_pool::impl::enqueue(range r)
+{
+	std::unique_lock lk(q_mu);
+	rethrow_async_error();
+	auto now = clock_type::now();
+	queue.push_back({r, now});
+	++enqueued;
+	lag_bytes += r.length;
+	if (queue.size() == 1 || in_flight == 0)
+		work_cv.notify_one();
+	// Bounded lag: wait while too many bytes, or too old ones, are not replicated yet.
+	while (!async_error && !queue.empty() &&
+	       (lag_bytes > opts.max_lag_bytes || now - queue.front().when > opts.max_lag_time)) {
+		done_cv.wait_for(lk, std::chrono::milliseconds(10));
+		now = clock_type::now();
+	}
+	rethrow_async_error();
+}
+
+void replicated_pool::impl::replicate_loop()
+{
+	std::vector<range> batch;
+	for (;;) {
+		std::size_t n;
+		{
+			std::unique_lock lk(q_mu);
+			work_cv.wait(lk, [&] { return stop || !queue.empty(); });
+			if (queue.empty())
+				return; // stop, and nothing left
+			n = queue.size();
+			in_flight = n;
+			batch.clear();
+			for (std::size_t i = 0; i < n; ++i)
+				batch.push_back(queue[i].r);
+		}
+		coalesce(batch);
+		std::exception_ptr err;
+		{
+			std::lock_guard g(remote_mu);
+			try {
+				remote_all("asynchronous replication", [&](remote_replica &r) {
+					std::size_t since_drain = 0;
+					for (const auto &x : batch) {
+						r.rp->flush(x.offset, x.length, 0,
+						            client::flush_relaxed);
+						if (++since_drain == ranges_per_drain) {
+							r.rp->drain(0, 0);
+							since_drain = 0;
+						}
+					}
+					if (since_drain)
+						r.rp->drain(0, 0);
+				});
+			} catch (...) {
+				err = std::current_exception();
+			}
+		}
+		{
+			std::lock_guard lk(q_mu);
+			for (std::size_t i = 0; i < n; ++i) {
+				lag_bytes -= queue.front().r.length;
+				queue.pop_front();
+			}
+			in_flight = 0;
+			replicated += n;
+			if (err && !async_error)
+				async_error = err;
+		}
+		done_cv.notify_all();
+	}
+}
+
+void replicated_pool::impl::wait_barrier()
+{
+	std::unique_lock lk(q_mu);
+	const std::uint64_t target = enqueued;
+	work_cv.notify_one();
+	done_cv.wait(lk, [&] { return replicated >= target || !replicator.joinable(); });
+	rethrow_async_error();
+}
+
+void replicated_pool::barrier()
+{
+	auto &d = *impl_;
+	if (d.closed)
+		throw rpmem::error(EINVAL, "replicated_pool::barrier: the pool is closed");
+	if (d.opts.replication == mode::asynchronous) {
+		d.wait_barrier();
+		return;
+	}
+	std::lock_guard g(d.remote_mu);
+	d.check_not_lost("replicated_pool::barrier");
+}
+
+replicated_pool::lag_info replicated_pool::lag() const
+{
+	auto &d = *impl_;
+	std::lock_guard g(d.q_mu);
+	lag_info l;
+	l.bytes = d.lag_bytes;
+	l.ranges = d.queue.size();
+	if (!d.queue.empty())
+		l.oldest = clock_type::now() - d.queue.front().when;
+	return l;
+}
+
+// ---------------------------------------------------------------------------------------------
+// status, resync, close
+
+std::vector<replicated_pool::replica_status> replicated_pool::replicas() const
+{
+	auto &d = *impl_;
+	std::vector<replica_status> out(d.ps.replicas.size());
+	out[0] = {0, false, d.ps.replicas[0].parts[0].path, true, {}};
+	std::lock_guard g(d.state_mu);
+	for (const auto &l : d.locals)
+		out[l.index] = {l.index, false, d.ps.replicas[l.index].parts[0].path, !l.lost,
+		                l.error};
+	for (const auto &r : d.remotes)
+		out[r.index] = {r.index, true, d.where(r), !r.lost, r.error};
+	return out;
+}
+
+void replicated_pool::resync(std::size_t index,
+                             const std::function<void(std::size_t, std::size_t)> &progress)
+{
+	auto &d = *impl_;
+	if (d.closed)
+		throw rpmem::error(EINVAL, "replicated_pool::resync: the pool is closed");
+	if (index == 0 || index >= d.ps.replicas.size())
+		throw rpmem::error(EINVAL,
+		                   fmt::format("replicated_pool::resync: no replica {}: give "
+		                               "1..{} (0 is the master)",
+		                               index, d.ps.replicas.size() - 1));
+	const std::size_t size = d.master->size();
+	const std::size_t total = size - data_offset();
+	std::lock_guard g(d.remote_mu); // no remote operation meanwhile
+
+	for (auto &l : d.locals) {
+		if (l.index != index)
+			continue;
+		for (std::size_t off = data_offset(); off < size; off += resync_chunk) {
+			std::size_t n = std::min(resync_chunk, size - off);
+			l.map->copy_persist(d.master->base(), off, n);
+			if (progress)
+				progress(off + n - data_offset(), total);
+		}
+		std::lock_guard s(d.state_mu);
+		l.lost = false;
+		l.error.clear();
+		return;
+	}
+
+	auto it = std::find_if(d.remotes.begin(), d.remotes.end(),
+	                       [&](const remote_replica &r) { return r.index == index; });
+	auto &r = *it;
+	const std::string what =
+	    fmt::format("replicated_pool::resync: remote replica {} ({})", index, d.where(r));
+	if (r.rp) {
+		try {
+			r.rp->close();
+		} catch (const std::exception &) {
+			// It is being replaced: how its old session ended does not matter.
+		}
+		r.rp.reset();
+	}
+	unsigned lanes = 1;
+	try {
+		control::pool_attr a;
+		r.rp = client::remote_pool::open(r.target, r.descriptor, d.master->base(), size,
+		                                 &lanes, &a, r.conn);
+		if (a.poolset_uuid != r.attr.poolset_uuid && !r.attr.is_zero())
+			throw rpmem::error(EINVAL,
+			                   "it holds another pool set (its pool set UUID "
+			                   "differs): remove it so resync can re-create it");
+		if (r.attr.is_zero())
+			r.attr = a;
+	} catch (const rpmem::error &open_err) {
+		if (r.rp) {
+			r.rp.reset();
+			throw rpmem::error(open_err.errnum(), what + ": " + open_err.message());
+		}
+		// Gone (or never created): re-create it with the header it should have.
+		if (r.attr.is_zero()) {
+			header_fields h = d.master->read_header(0);
+			r.attr.signature = h.signature;
+			r.attr.major = h.major;
+			r.attr.incompat_features = h.incompat;
+			r.attr.poolset_uuid = h.poolset;
+			r.attr.uuid = generate_uuid();
+			r.attr.user_flags = h.arch;
+		}
+		try {
+			lanes = 1;
+			r.rp = client::remote_pool::create(r.target, r.descriptor, d.master->base(),
+			                                   size, &lanes, &r.attr, r.conn);
+		} catch (const rpmem::error &create_err) {
+			throw rpmem::error(
+			    create_err.errnum(),
+			    fmt::format("{}: cannot open it ({}) nor re-create it ({})", what,
+			                open_err.message(), create_err.message()));
+		}
+	}
+	try {
+		for (std::size_t off = data_offset(); off < size; off += resync_chunk) {
+			std::size_t n = std::min(resync_chunk, size - off);
+			r.rp->flush(off, n, 0, client::flush_relaxed);
+			r.rp->drain(0, 0);
+			if (progress)
+				progress(off + n - data_offset(), total);
+		}
+	} catch (const rpmem::error &e) {
+		throw rpmem::error(e.errnum(), fmt::format("{}: copying the master failed: {}: "
+		                                           "call resync({}) again",
+		                                           what, e.message(), index));
+	}
+	{
+		std::lock_guard s(d.state_mu);
+		r.lost = false;
+		r.error.clear();
+		if (std::any_of(d.remotes.begin(), d.remotes.end(),
+		                [](const remote_replica &x) { return x.lost; }))
+			return;
+	}
+	std::lock_guard q(d.q_mu);
+	d.async_error = nullptr; // every replica is back: asynchronous replication goes on
+}
+
+void replicated_pool::impl::close_all()
+{
+	closed = true;
+	std::exception_ptr first;
+	for (auto &r : remotes) {
+		if (!r.rp)
+			continue;
+		try {
+			if (!r.lost)
+				r.rp->close();
+		} catch (...) {
+			if (!first)
+				first = std::current_exception();
+		}
+		r.rp.reset();
+	}
+	fan.reset();
+	locals.clear();
+	master.reset();
+	if (first)
+		std::rethrow_exception(first);
+}
+
+void replicated_pool::close()
+{
+	auto &d = *impl_;
+	if (d.closed)
+		return;
+	std::exception_ptr barrier_err;
+	if (d.opts.replication == mode::asynchronous) {
+		try {
+			d.wait_barrier();
+		} catch (...) {
+			barrier_err = std::current_exception();
+		}
+		d.stop_async();
+	}
+	d.close_all();
+	if (barrier_err)
+		std::rethrow_exception(barrier_err);
+}
+
+} // namespace rpmem

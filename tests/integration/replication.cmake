@@ -1,0 +1,8 @@
+# rpmem::pool and rpmem::replicated_pool through the private sshd and the real rpmemd; also runs
+# the C++ tutorial examples 02-05.
+rpmem_add_catch_test(integration_replication
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/replication_test.cpp
+  LIBS rpmem_cpp rpmem_test_sshd
+  LABELS integration)
+add_dependencies(integration_replication rpmemd 02-cpp-pool 03-flush-drain 04-replicated-pool
+                 05-async-log)

@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// rpmem::pool and rpmem::replicated_pool through the real sshd and rpmemd: a master with two
+// parts, a local replica and two remote replicas (two rpmemd poolset directories behind one
+// sshd); every replica compared byte for byte with the master; asynchronous mode and its
+// barrier and lag bound; a replica's rpmemd killed mid-stream under both failure policies,
+// then resync. Also runs examples 02-05.
+#include "process.hpp"
+#include "replica_fixture.hpp"
+
+#include <rpmem/pool.hpp>
+#include <rpmem/replicated_pool.hpp>
+
+#include <random>
+#include <thread>
+
+using namespace rpmem::test;
+using rpmem::replicated_pool;
+
+namespace
+{
+
+constexpr std::size_t K4 = 4096;
+
+rpmem::connect_options connect_for(replica &node)
+{
+	auto o = node.server().client_options();
+	rpmem::connect_options c;
+	c.command = node.command();
+	c.ssh_config = o.config_file;
+	c.known_hosts = o.known_hosts_file;
+	c.identity_files = o.identity_files;
+	c.provider = "tcp";
+	c.timeout = std::chrono::milliseconds(3000);
+	return c;
+}
+
+/** A local pool set: master `master_parts`, optionally a local replica, then one REPLICA line
+ * per node (remote pool set `remote_name` in each node's directory). */
+class replicated_setup
+{
+public:
+	replicated_setup(sshd &server, std::size_t nodes, std::vector<std::string> master_parts,
+	                 bool local_replica, std::string remote_size)
+	{
+		dir_ = make_temp_dir("/tmp", "rpmem-repl-");
+		for (std::size_t i = 0; i < nodes; ++i) {
+			nodes_.push_back(std::make_unique<replica>(server));
+			nodes_.back()->write_poolset("remote.set", {remote_size});
+		}
+		std::string text = "PMEMPOOLSET\n";
+		for (std::size_t i = 0; i < master_parts.size(); ++i) {
+			masters_.push_back(dir_ / fmt::format("master.part{}", i));
+			text += fmt::format("{} {}\n", master_parts[i], masters_.back().string());
+		}
+		if (local_replica) {
+			local_ = dir_ / "local.part0";
+			text += fmt::format("REPLICA\n{} {}\n", remote_size, local_.string());
+		}
+		for (auto &n : nodes_)
+			text += fmt::format("REPLICA {} remote.set\n", n->target());
+		path_ = dir_ / "pool.set";
+		std::ofstream(path_) << text;
+	}
+	~replicated_setup()
+	{
+		std::error_code ec;
+		fs::remove_all(dir_, ec);
+	}
+
+	replicated_pool::options options(replicated_pool::options o = {}) const
+	{
+		o.remote_for = [this](std::size_t index, const std::string &, const std::string &) {
+			return connect_for(node_of(index));
+		};
+		return o;
+	}
+	replica &node(std::size_t i) { return *nodes_.at(i); }
+	replica &node_of(std::size_t replica_index) const
+	{
+		return *nodes_.at(replica_index - (local_.empty() ? 1 : 2));
+	}
+	std::string path() const { return path_.string(); }
+	const fs::path &local_part() const { return local_; }
+	const fs::path &dir() const { return dir_; }
+
+	/** The pool's bytes [4096, size) as a remote replica's single part file holds them. */
+	std::string remote_data(std::size_t node, std::size_t size) const
+	{
+		return slurp(nodes_.at(node)->part("remote.set")).substr(K4, size - K4);
+	}
+	std::string local_data(std::size_t size) const
+	{
+		return slurp(local_).substr(K4, size - K4);
+	}
+
+	/** Environment for an example: RPMEM_CMD with one entry per node, in REPLICA order. */
+	std::string env(sshd &server) const
+	{
+		auto o = server.client_options();
+		std::string cmds;
+		for (auto &n : nodes_)
+			cmds += (cmds.empty() ? "" : "|") + n->command();
+		return fmt::format("RPMEM_CMD='{}' RPMEM_SSH_CONFIG={} RPMEM_SSH_KNOWN_HOSTS={} "
+		                   "RPMEM_SSH_IDENTITY={} RPMEM_PROVIDER=tcp",
+		                   cmds, o.config_file, o.known_hosts_file, o.identity_files.at(0));
+	}
+
+private:
+	fs::path dir_;
+	fs::path path_;
+	fs::path local_;
+	std::vector<fs::path> masters_;
+	std::vector<std::unique_ptr<replica>> nodes_;
+};
+
+std::string master_data(const replicated_pool &p)
+{
+	return std::string(reinterpret_cast<const char *>(p.addr()) + K4, p.size() - K4);
+}
+
+void scribble(replicated_pool &p, std::uint64_t seed, std::size_t count)
+{
+	std::mt19937_64 rng(seed);
+	auto data = p.data();
+	for (std::size_t i = 0; i < count; ++i) {
+		std::size_t len = 1 + rng() % (3 * K4);
+		std::size_t off = rng() % (data.size() - len);
+		for (std::size_t j = 0; j < len; ++j)
+			data[off + j] = static_cast<std::byte>(rng());
+		p.persist(data.subspan(off, len));
+	}
+}
+
+/** Checks every replica equals the master's bytes (by comparing, not printing, 32 MiB). */
+void require_equal(const std::string &master, const std::string &replica, const char *what)
+{
+	INFO(what);
+	REQUIRE(replica.size() == master.size());
+	auto mismatch = std::mismatch(master.begin(), master.end(), replica.begin());
+	INFO("first difference at data offset " << (mismatch.first - master.begin()));
+	REQUIRE(mismatch.first == master.end());
+}
+
+} // namespace
+
+TEST_CASE("rpmem::pool: create, persist a span, read, reopen with attributes, remove",
+          "[replication][pool]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("cpp.set", {"8M"});
+	local_pool mem(8 << 20);
+	std::span<std::byte> memory(reinterpret_cast<std::byte *>(mem.data()), mem.size());
+	rpmem::pool_attr attr;
+	std::memcpy(attr.signature.data(), "CPPTEST", 7);
+	attr.major = 7;
+	attr.uuid[3] = 9;
+	auto opts = connect_for(node);
+	{
+		auto p = rpmem::pool::create(node.target(), "cpp.set", memory, attr, 4, opts);
+		CHECK(p.lanes() >= 1);
+		mem.fill_random(5, K4);
+		p.persist(memory.subspan(K4, 1 << 20), 0);
+		for (unsigned l = 0; l < p.lanes(); ++l)
+			p.flush((2 << 20) + l * K4, K4, l);
+		for (unsigned l = 0; l < p.lanes(); ++l)
+			p.drain(l);
+		p.persist((3 << 20), (8 << 20) - (3 << 20));
+		// A span outside the pool's memory is refused, naming the problem.
+		std::array<std::byte, 16> outside{};
+		CHECK_THROWS_AS(p.persist(std::span<const std::byte>(outside)), rpmem::error);
+		CHECK_THROWS_AS(p.persist(0, 16), rpmem::error); // the header
+	}
+	std::string expect(reinterpret_cast<const char *>(mem.data()) + K4, (1 << 20));
+	std::memset(mem.data(), 0, mem.size());
+	auto p = rpmem::pool::open(node.target(), "cpp.set", memory, 1, opts);
+	REQUIRE(p.attributes().has_value());
+	CHECK(p.attributes()->signature == attr.signature);
+	CHECK(p.attributes()->major == 7);
+	p.read(memory.subspan(K4, 1 << 20), K4);
+	CHECK(std::memcmp(mem.data() + K4, expect.data(), expect.size()) == 0);
+	p.close();
+	rpmem::pool::remove(node.target(), "cpp.set", rpmem::remove_flags::none, opts);
+	CHECK(!fs::exists(node.part("cpp.set")));
+}
+
+TEST_CASE("replicated_pool: two master parts, a local and two remote replicas stay equal",
+          "[replication][sync]")
+{
+	sshd server;
+	replicated_setup s(server, 2, {"16M", "16M"}, true, "40M");
+	std::string expect;
+	std::size_t size = 0;
+	{
+		auto p = replicated_pool::create(s.path(), s.options());
+		size = p.size();
+		CHECK(size == (32u << 20) - K4); // PMDK: part 1's header is not part of the pool
+		CHECK(p.replicas().size() == 4);
+		scribble(p, 1, 300);
+		// A range across the boundary between the master's two parts.
+		auto cross = p.data().subspan((16u << 20) - 3 * K4, 6 * K4);
+		std::memset(cross.data(), 0x5a, cross.size());
+		p.persist(cross);
+		// Batching: many flushes, one drain (one round trip per replica).
+		for (std::size_t i = 0; i < 64; ++i) {
+			auto r = p.data().subspan((20u << 20) + i * 512, 256);
+			std::memset(r.data(), static_cast<int>(i), r.size());
+			p.flush(r);
+		}
+		p.drain();
+		CHECK_THROWS_AS(p.persist(0, 64), rpmem::error); // the header is not data
+		for (const auto &r : p.replicas())
+			CHECK(r.in_sync);
+		expect = master_data(p);
+	}
+	require_equal(expect, s.local_data(size), "local replica");
+	require_equal(expect, s.remote_data(0, size), "remote replica 1");
+	require_equal(expect, s.remote_data(1, size), "remote replica 2");
+
+	// The part files carry PMDK headers that pmempool reads.
+	auto info = run("pmempool info " + s.local_part().string());
+	INFO(info.output);
+	CHECK(info.output.find("RPMEMRP") != std::string::npos);
+
+	// Reopen: headers checked, data there; a wrong signature is refused.
+	{
+		auto p = replicated_pool::open(s.path(), s.options());
+		CHECK(master_data(p) == expect);
+		scribble(p, 2, 50);
+		expect = master_data(p);
+	}
+	require_equal(expect, s.remote_data(1, size), "remote replica 2 after reopen");
+	auto wrong = s.options();
+	wrong.signature = {'O', 'T', 'H', 'E', 'R', 0, 0, 0};
+	CHECK_THROWS_AS(replicated_pool::open(s.path(), wrong), rpmem::error);
+	// create() refuses to overwrite existing parts.
+	CHECK_THROWS_AS(replicated_pool::create(s.path(), s.options()), rpmem::error);
+}
+
+TEST_CASE("replicated_pool asynchronous: bounded lag, barrier, replicas equal",
+          "[replication][async]")
+{
+	sshd server;
+	replicated_setup s(server, 2, {"8M"}, false, "8M");
+	replicated_pool::options o;
+	o.replication = replicated_pool::mode::asynchronous;
+	o.max_lag_bytes = 64 * 1024;
+	o.max_lag_time = std::chrono::milliseconds(2000);
+	auto p = replicated_pool::create(s.path(), s.options(o));
+	std::mt19937_64 rng(3);
+	std::size_t max_seen = 0;
+	for (int round = 0; round < 3; ++round) {
+		for (std::size_t i = 0; i < 400; ++i) {
+			auto r = p.data().subspan((rng() % 1000) * K4, K4);
+			std::memset(r.data(), static_cast<int>(rng()), r.size());
+			p.persist(r);
+			auto l = p.lag();
+			max_seen = std::max(max_seen, l.bytes);
+			REQUIRE(l.bytes <= o.max_lag_bytes); // the bound holds when persist returns
+		}
+		p.barrier();
+		CHECK(p.lag().bytes == 0);
+		CHECK(p.lag().ranges == 0);
+		// After the barrier the replicas hold everything, while the pool is still open.
+		auto expect = master_data(p);
+		require_equal(expect, s.remote_data(0, p.size()), "remote replica 1 after barrier");
+		require_equal(expect, s.remote_data(1, p.size()), "remote replica 2 after barrier");
+	}
+	INFO("largest lag seen: " << max_seen);
+	p.close();
+}
+
+TEST_CASE("replicated_pool: a replica's rpmemd killed mid-stream", "[replication][fault]")
+{
+	sshd server;
+	replicated_setup s(server, 2, {"8M"}, false, "8M");
+
+	SECTION("default policy: the call fails, and every later one until resync")
+	{
+		auto p = replicated_pool::create(s.path(), s.options());
+		scribble(p, 4, 20);
+		REQUIRE(run_kill_rpmemd(s.node(1).dir().string()));
+		bool failed = false;
+		for (int i = 0; i < 50 && !failed; ++i) {
+			try {
+				scribble(p, 5 + i, 1);
+			} catch (const rpmem::error &e) {
+				failed = true;
+				INFO(e.what());
+				CHECK(std::string(e.what()).find("replica 2") != std::string::npos);
+			}
+		}
+		REQUIRE(failed);
+		CHECK_THROWS_AS(scribble(p, 99, 1), rpmem::error);
+		CHECK(!p.replicas()[2].in_sync);
+		CHECK(p.replicas()[1].in_sync);
+		p.resync(2);
+		scribble(p, 100, 20);
+		auto expect = master_data(p);
+		p.close();
+		require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1");
+		require_equal(expect, s.remote_data(1, expect.size() + K4), "replica 2 (resynced)");
+	}
+	SECTION("degraded mode: goes on, reports the lost replica, resync restores it")
+	{
+		std::vector<std::size_t> lost;
+		replicated_pool::options o;
+		o.on_failure = replicated_pool::failure_policy::degrade;
+		o.on_replica_lost = [&](const replicated_pool::replica_status &st) {
+			lost.push_back(st.index);
+		};
+		SECTION("synchronous") {}
+		SECTION("asynchronous")
+		{
+			o.replication = replicated_pool::mode::asynchronous;
+		}
+		auto p = replicated_pool::create(s.path(), s.options(o));
+		scribble(p, 6, 20);
+		p.barrier();
+		REQUIRE(run_kill_rpmemd(s.node(0).dir().string()));
+		for (int i = 0; i < 50 && lost.empty(); ++i) {
+			scribble(p, 7 + i, 1);
+			p.barrier();
+		}
+		REQUIRE(lost == std::vector<std::size_t>{1});
+		auto st = p.replicas();
+		CHECK(!st[1].in_sync);
+		CHECK(!st[1].error.empty());
+		CHECK(st[2].in_sync);
+		scribble(p, 200, 50); // keeps going on replica 2
+		p.barrier();
+		std::size_t last_done = 0, total = 0;
+		p.resync(1, [&](std::size_t done, std::size_t all) {
+			CHECK(done > last_done);
+			last_done = done;
+			total = all;
+		});
+		CHECK(total == p.size() - K4);
+		CHECK(last_done == total);
+		CHECK(p.replicas()[1].in_sync);
+		scribble(p, 300, 20);
+		p.barrier();
+		auto expect = master_data(p);
+		p.close();
+		require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (resynced)");
+		require_equal(expect, s.remote_data(1, expect.size() + K4), "replica 2");
+	}
+}
+
+TEST_CASE("replicated_pool opens a pool set whose remote replica is missing in degraded mode",
+          "[replication][fault]")
+{
+	sshd server;
+	replicated_setup s(server, 1, {"8M"}, false, "8M");
+	{
+		auto p = replicated_pool::create(s.path(), s.options());
+		scribble(p, 8, 10);
+	}
+	fs::remove(s.node(0).part("remote.set")); // the replica is lost while closed
+	CHECK_THROWS_AS(replicated_pool::open(s.path(), s.options()), rpmem::error);
+	replicated_pool::options o;
+	o.on_failure = replicated_pool::failure_policy::degrade;
+	auto p = replicated_pool::open(s.path(), s.options(o));
+	CHECK(!p.replicas()[1].in_sync);
+	p.resync(1); // re-creates it from the master
+	scribble(p, 9, 10);
+	auto expect = master_data(p);
+	p.close();
+	require_equal(expect, s.remote_data(0, expect.size() + K4), "re-created replica");
+	// And it is a proper replica again: a strict open accepts it.
+	CHECK_NOTHROW(replicated_pool::open(s.path(), s.options()).close());
+
+	// The master is lost: the replica's own part (headers by rpmemd) opens as a master on
+	// the replica host, data intact — what promotion relies on.
+	auto promoted = s.dir() / "promoted.set";
+	std::ofstream(promoted) << fmt::format("PMEMPOOLSET\n8M {}\n",
+	                                       s.node(0).part("remote.set").string());
+	auto q = replicated_pool::open(promoted.string());
+	CHECK(master_data(q) == expect);
+}
+
+TEST_CASE("examples 02-05 run against the private sshd", "[replication][examples]")
+{
+	sshd server;
+	const std::string bin = std::string(RPMEM_BINARY_DIR) + "/bin/";
+	auto require_ok = [](const process_result &r, const std::string &what) {
+		INFO(what << " printed:\n" << r.output);
+		REQUIRE(r.status == 0);
+	};
+	{
+		replica node(server);
+		node.write_poolset("pool.set", {"8M"});
+		auto o = server.client_options();
+		std::string env = fmt::format("RPMEM_CMD='{}' RPMEM_SSH_CONFIG={} "
+		                              "RPMEM_SSH_KNOWN_HOSTS={} RPMEM_SSH_IDENTITY={} "
+		                              "RPMEM_PROVIDER=tcp",
+		                              node.command(), o.config_file, o.known_hosts_file,
+		                              o.identity_files.at(0));
+		auto r = run(bin + "02-cpp-pool " + node.target() + " pool.set", env);
+		require_ok(r, "02-cpp-pool");
+		CHECK(r.output.find("closed and removed: OK") != std::string::npos);
+		node.write_poolset("pool.set", {"8M"});
+		r = run(bin + "03-flush-drain " + node.target() + " pool.set", env);
+		require_ok(r, "03-flush-drain");
+		CHECK(r.output.find("256 records: 0 bad") != std::string::npos);
+	}
+	{
+		replicated_setup s(server, 2, {"8M"}, false, "8M");
+		auto r = run(bin + "04-replicated-pool " + s.path(), s.env(server));
+		require_ok(r, "04-replicated-pool");
+		CHECK(r.output.find("1000 records: 0 bad") != std::string::npos);
+		auto master = slurp(s.dir() / "master.part0").substr(K4);
+		require_equal(master, s.remote_data(0, master.size() + K4), "04: replica 1");
+		require_equal(master, s.remote_data(1, master.size() + K4), "04: replica 2");
+	}
+	{
+		replicated_setup s(server, 2, {"8M"}, false, "8M");
+		auto r = run(bin + "05-async-log " + s.path() + " 2000", s.env(server));
+		require_ok(r, "05-async-log (create)");
+		r = run(bin + "05-async-log " + s.path() + " 1000", s.env(server));
+		require_ok(r, "05-async-log (append)");
+		CHECK(r.output.find("log holds 3000") != std::string::npos);
+		auto master = slurp(s.dir() / "master.part0").substr(K4);
+		require_equal(master, s.remote_data(0, master.size() + K4), "05: replica 1");
+		require_equal(master, s.remote_data(1, master.size() + K4), "05: replica 2");
+	}
+}
