@@ -260,6 +260,15 @@ void scenarios::latency(const std::string &method, floor_link &fl, bool with_flo
 			out.push_back(b);
 		}
 	}
+	// The client's own view of the same run: every round trip, bucketed by powers of two.
+	auto st = pool->stats(pool->nlanes());
+	row cs = base(method, "client-stats", fmt::format("{} round trips", st.round_trips));
+	cs.median_us = double(st.quantile_ns(0.5)) / 1000;
+	cs.p99_us = double(st.quantile_ns(0.99)) / 1000;
+	cs.note = fmt::format("{} persists, {} MiB persisted; latency upper bounds (power-of-two "
+	                      "buckets)",
+	                      st.persists, st.bytes_persisted >> 20);
+	out.push_back(cs);
 	pool->close();
 }
 

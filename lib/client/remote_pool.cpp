@@ -163,6 +163,11 @@ void remote_pool::close()
 		data_->shutdown();
 }
 
+lane_stats remote_pool::stats(unsigned lane) const
+{
+	return data_->stats(lane);
+}
+
 unsigned remote_pool::nlanes() const
 {
 	return data_->nlanes();

@@ -3,6 +3,7 @@
 // session (rpmemd over SSH) and the data path (lanes over libfabric). Errors: rpmem::error.
 #pragma once
 
+#include "client/data_path.hpp"
 #include "client/env.hpp"
 #include "control/messages.hpp"
 #include "ssh/options.hpp"
@@ -75,6 +76,8 @@ public:
 	void read(void *buf, std::size_t offset, std::size_t length, unsigned lane);
 
 	unsigned nlanes() const;
+	/** Operations, bytes and round-trip latencies of one lane, or of all (lane == nlanes()). */
+	lane_stats stats(unsigned lane) const;
 	bool has_headers() const { return has_headers_; }
 	control::persist_method method() const { return method_; }
 	const std::string &host() const;
