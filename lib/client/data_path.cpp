@@ -97,6 +97,7 @@ struct alignas(64) lane_state {
 	std::size_t batch_bytes = 0;
 	std::uint64_t batch_entries = 0;
 	bool batch_inline = false;     // some entry carries its data
+	bool posted = false;           // a request was posted, not yet completed (split phase)
 	std::uint64_t last_offset = 0; // the latest range written by RDMA (APM reads it back)
 	std::uint64_t last_length = 0;
 };
@@ -128,12 +129,22 @@ struct data_path::impl {
 	void check_broken(connection &c) const;
 	template <class Post> void post(connection &c, Post &&op);
 	void take_credit(connection &c);
-	void send_request(lane_state &l, const ln::request &r, std::size_t payload);
+	void send_request(lane_state &l, const ln::request &r, std::size_t payload,
+	                  bool wait_now = true);
 	void write(lane_state &l, std::uint64_t off, std::uint64_t len, bool signal);
-	void read_back(lane_state &l, void *buf, std::uint64_t off, std::uint64_t len, void *desc);
+	void read_back(lane_state &l, void *buf, std::uint64_t off, std::uint64_t len, void *desc,
+	               bool wait_now = true);
 	void add(lane_state &l, unsigned lane, std::uint64_t off, std::uint64_t len);
-	void finish(lane_state &l, unsigned lane);
-	void send_batch(lane_state &l, unsigned lane);
+	/** The lane, after completing a request posted by a split-phase call. */
+	lane_state &use(unsigned lane)
+	{
+		auto &l = lanes[lane];
+		if (l.posted)
+			wait(l);
+		return l;
+	}
+	void finish(lane_state &l, unsigned lane, bool wait_now = true);
+	void send_batch(lane_state &l, unsigned lane, bool wait_now = true);
 	bool fits(const lane_state &l, std::size_t n) const
 	{
 		return l.batch_bytes + n <= fabric.inline_max;
@@ -407,6 +418,7 @@ void data_path::impl::progress(connection &c, bool block, lane_state *mine)
 
 void data_path::impl::wait(lane_state &l)
 {
+	l.posted = false;
 	auto &c = *l.conn;
 	auto deadline = std::chrono::steady_clock::now() + cfg.op_timeout;
 	while (l.outstanding.load(std::memory_order_acquire) != 0) {
@@ -492,7 +504,8 @@ void data_path::impl::take_credit(connection &c)
 	}
 }
 
-void data_path::impl::send_request(lane_state &l, const ln::request &r, std::size_t payload)
+void data_path::impl::send_request(lane_state &l, const ln::request &r, std::size_t payload,
+                                   bool wait_now)
 {
 	auto &c = *l.conn;
 	take_credit(c);
@@ -501,7 +514,10 @@ void data_path::impl::send_request(lane_state &l, const ln::request &r, std::siz
 	post(c, [&] {
 		return c.ep->send(l.msg, ln::request_header_size + payload, msg_mr->desc(), &l.ctx);
 	});
-	wait(l);
+	if (wait_now)
+		wait(l);
+	else
+		l.posted = true;
 }
 
 void data_path::impl::write(lane_state &l, std::uint64_t off, std::uint64_t len, bool signal)
@@ -528,7 +544,7 @@ void data_path::impl::write(lane_state &l, std::uint64_t off, std::uint64_t len,
 }
 
 void data_path::impl::read_back(lane_state &l, void *buf, std::uint64_t off, std::uint64_t len,
-                                void *desc)
+                                void *desc, bool wait_now)
 {
 	auto &c = *l.conn;
 	auto *dst = static_cast<std::uint8_t *>(buf);
@@ -541,7 +557,10 @@ void data_path::impl::read_back(lane_state &l, void *buf, std::uint64_t off, std
 		off += n;
 		len -= n;
 	}
-	wait(l);
+	if (wait_now)
+		wait(l);
+	else
+		l.posted = true;
 }
 
 /** Adds a range to the lane's batch: inline when it fits, else written by RDMA right now. */
@@ -570,27 +589,27 @@ void data_path::impl::add(lane_state &l, unsigned lane, std::uint64_t off, std::
 }
 
 /** Makes the lane's batch durable: one round trip. */
-void data_path::impl::finish(lane_state &l, unsigned lane)
+void data_path::impl::finish(lane_state &l, unsigned lane, bool wait_now)
 {
 	if (fabric.method == control::persist_method::apm && !l.batch_inline) {
 		// APM: the replica declared NIC writes durable; a read behind them proves arrival.
 		std::uint64_t n = std::min<std::uint64_t>(l.last_length, 8);
 		l.batch_bytes = 0;
 		l.batch_entries = 0;
-		read_back(l, l.raw, l.last_offset + l.last_length - n, n, raw_mr->desc());
+		read_back(l, l.raw, l.last_offset + l.last_length - n, n, raw_mr->desc(), wait_now);
 		return;
 	}
-	send_batch(l, lane);
+	send_batch(l, lane, wait_now);
 }
 
-void data_path::impl::send_batch(lane_state &l, unsigned lane)
+void data_path::impl::send_batch(lane_state &l, unsigned lane, bool wait_now)
 {
 	std::size_t bytes = l.batch_bytes;
 	std::uint64_t entries = l.batch_entries;
 	l.batch_bytes = 0;
 	l.batch_entries = 0;
 	l.batch_inline = false;
-	send_request(l, {ln::op::persist, lane, 0, entries, ++l.cookie}, bytes);
+	send_request(l, {ln::op::persist, lane, 0, entries, ++l.cookie}, bytes, wait_now);
 }
 
 void data_path::impl::shutdown()
@@ -625,7 +644,7 @@ std::uint32_t data_path::nlanes() const
 void data_path::persist(std::uint64_t offset, std::uint64_t length, unsigned lane, bool relaxed)
 {
 	auto &d = *impl_;
-	auto &l = d.lanes[lane];
+	auto &l = d.use(lane);
 	if (length == 0)
 		return;
 	// Small ranges travel inline (the daemon stores aligned words whole); large ones are
@@ -645,16 +664,49 @@ void data_path::flush(std::uint64_t offset, std::uint64_t length, unsigned lane)
 	auto &d = *impl_;
 	if (!length)
 		return;
-	auto &l = d.lanes[lane];
+	auto &l = d.use(lane);
 	d.add(l, lane, offset, length);
 	lane_counters::bump(l.counters.flushes);
 	lane_counters::bump(l.counters.bytes_persisted, length);
 }
 
-void data_path::drain(unsigned lane)
+void data_path::persist_post(std::uint64_t offset, std::uint64_t length, unsigned lane)
+{
+	auto &d = *impl_;
+	auto &l = d.use(lane);
+	if (length == 0)
+		return;
+	d.add(l, lane, offset, length);
+	d.finish(l, lane, false);
+	lane_counters::bump(l.counters.persists);
+	lane_counters::bump(l.counters.bytes_persisted, length);
+}
+
+void data_path::drain_post(unsigned lane)
+{
+	auto &d = *impl_;
+	auto &l = d.use(lane);
+	d.check_broken(*l.conn);
+	if (!l.batch_entries)
+		return;
+	d.finish(l, lane, false);
+	lane_counters::bump(l.counters.drains);
+}
+
+void data_path::complete(unsigned lane)
 {
 	auto &d = *impl_;
 	auto &l = d.lanes[lane];
+	if (l.posted)
+		d.wait(l);
+	else
+		d.check_broken(*l.conn);
+}
+
+void data_path::drain(unsigned lane)
+{
+	auto &d = *impl_;
+	auto &l = d.use(lane);
 	d.check_broken(*l.conn);
 	if (!l.batch_entries)
 		return;
@@ -667,7 +719,7 @@ void data_path::drain(unsigned lane)
 void data_path::deep_persist(std::uint64_t offset, std::uint64_t length, unsigned lane)
 {
 	auto &d = *impl_;
-	auto &l = d.lanes[lane];
+	auto &l = d.use(lane);
 	auto start = std::chrono::steady_clock::now();
 	if (length)
 		d.write(l, offset, length, !d.saw);
@@ -683,7 +735,7 @@ void data_path::deep_persist(std::uint64_t offset, std::uint64_t length, unsigne
 void data_path::read(void *buf, std::uint64_t offset, std::uint64_t length, unsigned lane)
 {
 	auto &d = *impl_;
-	auto &l = d.lanes[lane];
+	auto &l = d.use(lane);
 	if (length == 0)
 		return;
 	auto *p = static_cast<std::uint8_t *>(buf);

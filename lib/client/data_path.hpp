@@ -56,6 +56,14 @@ public:
 	void flush(std::uint64_t offset, std::uint64_t length, unsigned lane);
 	void drain(unsigned lane);
 	void deep_persist(std::uint64_t offset, std::uint64_t length, unsigned lane);
+
+	// Split phase, for fanning out to several replicas from one thread: post the request, do
+	// other work (post to other replicas), then complete(lane). Any other call on the lane
+	// completes a posted request first.
+	void persist_post(std::uint64_t offset, std::uint64_t length, unsigned lane);
+	void drain_post(unsigned lane);
+	/** Waits for what persist_post/drain_post started on the lane; throws its failure. */
+	void complete(unsigned lane);
 	void read(void *buf, std::uint64_t offset, std::uint64_t length, unsigned lane);
 
 	/** Counters of one lane, or (lane == nlanes()) of all lanes together. Cheap; may be called

@@ -224,6 +224,24 @@ void remote_pool::drain(unsigned lane, unsigned flags)
 	data_->drain(lane);
 }
 
+void remote_pool::persist_post(std::size_t offset, std::size_t length, unsigned lane)
+{
+	check_range("persist", offset, length, lane, false);
+	data_->persist_post(offset, length, lane);
+}
+
+void remote_pool::drain_post(unsigned lane)
+{
+	check_range("drain", 0, 0, lane, true);
+	data_->drain_post(lane);
+}
+
+void remote_pool::complete(unsigned lane)
+{
+	check_range("complete", 0, 0, lane, true);
+	data_->complete(lane);
+}
+
 void remote_pool::deep_persist(std::size_t offset, std::size_t length, unsigned lane)
 {
 	check_range("deep_persist", offset, length, lane, false);

@@ -73,6 +73,12 @@ public:
 	/** Everything flushed on `lane` is durable when it returns: one round trip. */
 	void drain(unsigned lane, unsigned flags);
 	void deep_persist(std::size_t offset, std::size_t length, unsigned lane);
+
+	/** Split phase: persist_post/drain_post send and return; complete(lane) waits. Lets one
+	 * thread keep several replicas busy at once. Same checks as persist/drain. */
+	void persist_post(std::size_t offset, std::size_t length, unsigned lane);
+	void drain_post(unsigned lane);
+	void complete(unsigned lane);
 	void read(void *buf, std::size_t offset, std::size_t length, unsigned lane);
 
 	unsigned nlanes() const;

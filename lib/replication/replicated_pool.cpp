@@ -6,7 +6,6 @@
 #include "client/env.hpp"
 #include "client/remote_pool.hpp"
 #include "poolset/poolset.hpp"
-#include "replication/fan_out.hpp"
 #include "replication/local_map.hpp"
 #include "replication/options.hpp"
 #include "replication/pool_header.hpp"
@@ -98,7 +97,6 @@ struct replicated_pool::impl {
 	std::unique_ptr<local_replica> master;
 	std::vector<local_copy> locals;
 	std::vector<remote_replica> remotes;
-	std::unique_ptr<fan_out> fan;
 	std::mutex remote_mu;        // serializes every remote operation (lanes: one user)
 	mutable std::mutex state_mu; // lost / error fields, for replicas() and callbacks
 	bool closed = false;
@@ -130,7 +128,8 @@ struct replicated_pool::impl {
 	void rethrow_async_error();
 
 	/** Runs op on every remote replica in sync, all at once; applies the failure policy. */
-	void remote_all(const char *what, const std::function<void(remote_replica &)> &op);
+	void remote_all(const char *what, const std::function<void(remote_replica &)> &post,
+	                const std::function<void(remote_replica &)> &complete);
 	void mark_lost(std::size_t index, const std::string &why, bool remote);
 	[[noreturn]] void fail_lost(const char *what, std::size_t index, int err,
 	                            const std::string &why) const;
@@ -358,7 +357,6 @@ replicated_pool replicated_pool::create(const std::string &poolset_path, const o
 			unlink(f.c_str());
 		throw;
 	}
-	p->fan = std::make_unique<fan_out>(p->remotes.size());
 	if (opts.replication == mode::asynchronous)
 		p->start_async();
 	return replicated_pool(std::move(p));
@@ -467,7 +465,6 @@ replicated_pool replicated_pool::open(const std::string &poolset_path, const opt
 		                                    poolset_path, rr.index, p->where(rr), msg,
 		                                    rr.index));
 	}
-	p->fan = std::make_unique<fan_out>(p->remotes.size());
 	if (opts.replication == mode::asynchronous)
 		p->start_async();
 	return replicated_pool(std::move(p));
@@ -520,8 +517,13 @@ void replicated_pool::impl::check_not_lost(const char *what) const
 			fail_lost(what, r.index, EIO, r.error);
 }
 
+/**
+ * Fan-out without threads: post(r) sends to every replica in sync, then complete(r) waits for
+ * each in turn. The replicas work in parallel, so the call costs the slowest one, not the sum.
+ */
 void replicated_pool::impl::remote_all(const char *what,
-                                       const std::function<void(remote_replica &)> &op)
+                                       const std::function<void(remote_replica &)> &post,
+                                       const std::function<void(remote_replica &)> &complete)
 {
 	if (remotes.empty())
 		return;
@@ -531,8 +533,18 @@ void replicated_pool::impl::remote_all(const char *what,
 		for (std::size_t i = 0; i < remotes.size(); ++i)
 			active[i] = !remotes[i].lost && remotes[i].rp;
 	}
-	std::vector<std::exception_ptr> errors;
-	fan->run([&](std::size_t i) { op(remotes[i]); }, active, errors);
+	std::vector<std::exception_ptr> errors(remotes.size());
+	for (auto step : {&post, &complete}) {
+		for (std::size_t i = 0; i < remotes.size(); ++i) {
+			if (!active[i] || errors[i])
+				continue;
+			try {
+				(*step)(remotes[i]);
+			} catch (...) {
+				errors[i] = std::current_exception();
+			}
+		}
+	}
 	std::size_t failed = remotes.size();
 	int failed_err = 0;
 	std::string failed_msg;
@@ -617,8 +629,10 @@ void replicated_pool::persist(std::size_t offset, std::size_t length)
 	std::lock_guard g(d.remote_mu);
 	// The replicas still in sync get the range even when the call is going to fail because
 	// one is lost: then resync() of the lost one is all it takes to be whole again.
-	d.remote_all("replicated_pool::persist",
-	             [&](remote_replica &r) { r.rp->persist(offset, length, 0, 0); });
+	d.remote_all(
+	    "replicated_pool::persist",
+	    [&](remote_replica &r) { r.rp->persist_post(offset, length, 0); },
+	    [](remote_replica &r) { r.rp->complete(0); });
 	d.check_not_lost("replicated_pool::persist");
 }
 
@@ -670,7 +684,9 @@ void replicated_pool::drain()
 		return;
 	}
 	std::lock_guard g(d.remote_mu);
-	d.remote_all("replicated_pool::drain", [&](remote_replica &r) { r.rp->drain(0, 0); });
+	d.remote_all(
+	    "replicated_pool::drain", [](remote_replica &r) { r.rp->drain_post(0); },
+	    [](remote_replica &r) { r.rp->complete(0); });
 	d.check_not_lost("replicated_pool::drain");
 }
 
@@ -740,19 +756,23 @@ void replicated_pool::impl::replicate_loop()
 		{
 			std::lock_guard g(remote_mu);
 			try {
-				remote_all("asynchronous replication", [&](remote_replica &r) {
-					std::size_t since_drain = 0;
-					for (const auto &x : batch) {
-						r.rp->flush(x.offset, x.length, 0,
-						            client::flush_relaxed);
-						if (++since_drain == ranges_per_drain) {
-							r.rp->drain(0, 0);
-							since_drain = 0;
-						}
-					}
-					if (since_drain)
-						r.rp->drain(0, 0);
-				});
+				// Relaxed flushes (no round trip), one drain per ranges_per_drain,
+				// posted to every replica before waiting on any.
+				for (std::size_t from = 0; from < batch.size();
+				     from += ranges_per_drain) {
+					std::size_t to =
+					    std::min(batch.size(), from + ranges_per_drain);
+					remote_all(
+					    "asynchronous replication",
+					    [&](remote_replica &r) {
+						    for (std::size_t k = from; k < to; ++k)
+							    r.rp->flush(batch[k].offset,
+							                batch[k].length, 0,
+							                client::flush_relaxed);
+						    r.rp->drain_post(0);
+					    },
+					    [](remote_replica &r) { r.rp->complete(0); });
+				}
 			} catch (...) {
 				err = std::current_exception();
 			}
@@ -944,7 +964,6 @@ void replicated_pool::impl::close_all()
 		}
 		r.rp.reset();
 	}
-	fan.reset();
 	locals.clear();
 	master.reset();
 	if (first)
