@@ -1,14 +1,17 @@
 # What `cmake --install` lays out, and the Debian packages CPack builds from it.
 #
-#   lib/librpmem.so.1                     component lib  → librpmem1
-#   include/librpmem.h, include/rpmem/    component dev  → librpmem-dev
+#   lib/librpmem.so.1, librpmemcpp.so.0   component lib  → librpmem1
+#   lib/librpmem.so, librpmemcpp.so       component dev  → librpmem-dev
+#   include/librpmem.h, include/rpmem/    component dev
 #   lib/pkgconfig/librpmem.pc             component dev
-#   lib/cmake/rpmem/ (rpmem::rpmem)       component dev
+#   lib/cmake/rpmem/ (rpmem::rpmem,       component dev
+#                     rpmem::cpp)
 #   bin/rpmemd, bin/rpmem, bin/rpmem-bench, etc/rpmemd/rpmemd.conf, man pages
 #                                         component daemon → rpmemd
 #
 # librpmem.so.1, librpmem.h and librpmem.pc are installed by lib/capi/CMakeLists.txt,
-# rpmemd by daemon/rpmemd.cmake; this file adds everything else. Included once, from
+# rpmemd by daemon/rpmemd.cmake; this file adds everything else (librpmemcpp.so.0, the C++ API
+# built by lib/replication/CMakeLists.txt, included). Included once, from
 # tools/rpmem/CMakeLists.txt.
 include(CMakePackageConfigHelpers)
 
@@ -17,11 +20,16 @@ if(TARGET rpmem-bench)
   install(TARGETS rpmem-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT daemon)
 endif()
 
+# The C++ API as a shared library: librpmemcpp.so.0 (SONAME) in the runtime package, the
+# librpmemcpp.so link in -dev; rpmem::cpp in the CMake package (EXPORT_NAME cpp).
+install(TARGETS rpmemcpp EXPORT rpmemTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT lib NAMELINK_COMPONENT dev)
+
 # The C++ API headers (include/rpmem/*.hpp), as they exist at install time.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/rpmem/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rpmem
         COMPONENT dev FILES_MATCHING PATTERN "*.hpp")
 
-# CMake package: find_package(rpmem) → rpmem::rpmem.
+# CMake package: find_package(rpmem) → rpmem::rpmem (C ABI) and rpmem::cpp (C++ API).
 set(RPMEM_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rpmem)
 install(EXPORT rpmemTargets NAMESPACE rpmem:: DESTINATION ${RPMEM_CMAKE_DIR} COMPONENT dev)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/rpmemConfig.cmake.in
@@ -76,7 +84,8 @@ set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
 set(CPACK_COMPONENT_LIB_DESCRIPTION
   "Remote persistent memory replication library (drop-in for PMDK's librpmem)\n"
   "librpmem.so.1 with PMDK's 12 functions: stock libpmemobj and libpmempool load it for\n"
-  "REPLICA lines in pool set files and replicate over SSH and libfabric to rpmemd.")
+  "REPLICA lines in pool set files and replicate over SSH and libfabric to rpmemd.\n"
+  "librpmemcpp.so.0: the C++ API (rpmem::pool, rpmem::replicated_pool).")
 set(CPACK_DEBIAN_LIB_PACKAGE_RECOMMENDS "openssh-client")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME librpmem-dev)
@@ -84,8 +93,9 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_COMPONENT_DEV_DEPENDS lib)
 set(CPACK_COMPONENT_DEV_DESCRIPTION
   "Remote persistent memory replication library - development files\n"
-  "librpmem.h, the C++ API headers (include/rpmem/), librpmem.pc, the CMake package\n"
-  "(find_package(rpmem), target rpmem::rpmem) and the API man pages.")
+  "librpmem.h, the C++ API headers (include/rpmem/), the librpmem.so and librpmemcpp.so\n"
+  "links, librpmem.pc, the CMake package (find_package(rpmem): targets rpmem::rpmem for\n"
+  "the C ABI, rpmem::cpp for the C++ API) and the API man pages.")
 
 set(CPACK_DEBIAN_DAEMON_PACKAGE_NAME rpmemd)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_SECTION admin)

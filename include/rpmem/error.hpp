@@ -3,13 +3,15 @@
 // what failed, where (host, file, line) and what to do.
 #pragma once
 
+#include "rpmem/export.hpp"
+
 #include <string>
 #include <system_error>
 
 namespace rpmem
 {
 
-class error : public std::system_error
+class RPMEM_API error : public std::system_error
 {
 public:
 	error(int errnum, const std::string &message)

@@ -17,6 +17,7 @@
 #pragma once
 
 #include "rpmem/error.hpp"
+#include "rpmem/export.hpp"
 
 #include <array>
 #include <chrono>
@@ -77,7 +78,7 @@ inline remove_flags operator|(remove_flags a, remove_flags b)
 	return static_cast<remove_flags>(static_cast<int>(a) | static_cast<int>(b));
 }
 
-class pool
+class RPMEM_API pool
 {
 public:
 	/** Bytes at the start of a pool with attributes that hold the remote header. */

@@ -32,6 +32,7 @@
 #pragma once
 
 #include "rpmem/error.hpp"
+#include "rpmem/export.hpp"
 #include "rpmem/pool.hpp"
 
 #include <array>
@@ -47,7 +48,7 @@
 namespace rpmem
 {
 
-class replicated_pool
+class RPMEM_API replicated_pool
 {
 public:
 	enum class mode {
@@ -144,7 +145,7 @@ public:
 	 * replica's close reports; the pool is closed either way. */
 	void close();
 
-	struct impl;
+	struct RPMEM_LOCAL impl; // not exported: defined in lib/replication only
 
 private:
 	explicit replicated_pool(std::unique_ptr<impl> p);

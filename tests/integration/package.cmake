@@ -13,4 +13,4 @@ target_compile_definitions(integration_package PRIVATE
   RPMEM_INSTALL_MANDIR="${CMAKE_INSTALL_MANDIR}"
   RPMEM_INSTALL_INCLUDEDIR="${CMAKE_INSTALL_INCLUDEDIR}")
 # CPack installs every packaged target: build them first.
-add_dependencies(integration_package rpmem rpmemd rpmem-tool rpmem-bench 06-pmemobj-replica)
+add_dependencies(integration_package rpmem rpmemcpp rpmemd rpmem-tool rpmem-bench 06-pmemobj-replica)

@@ -6,6 +6,7 @@
 #include "replica_fixture.hpp"
 
 #include <fstream>
+#include <sstream>
 
 using namespace rpmem::test;
 
@@ -52,6 +53,21 @@ struct packages {
 	fs::path prefix() const { return root / fs::path(RPMEM_INSTALL_PREFIX).relative_path(); }
 	fs::path libdir() const { return prefix() / RPMEM_INSTALL_LIBDIR; }
 	fs::path bindir() const { return prefix() / RPMEM_INSTALL_BINDIR; }
+	/** The paths a package holds (dpkg-deb -c), relative to the root: "usr/local/lib/...". */
+	std::vector<std::string> contents(const std::string &name) const
+	{
+		std::vector<std::string> paths;
+		for (const auto &d : debs)
+			if (d.filename().string().rfind(name + "_", 0) == 0) {
+				std::istringstream in(
+				    run("dpkg-deb -c " + d.string() + " | awk '{print $6}'")
+				        .output);
+				for (std::string line; std::getline(in, line);)
+					if (line.rfind("./", 0) == 0)
+						paths.push_back(line.substr(2));
+			}
+		return paths;
+	}
 	std::string field(const std::string &name, const std::string &f) const
 	{
 		for (const auto &d : debs)
@@ -83,6 +99,25 @@ TEST_CASE("CPack builds librpmem1, librpmem-dev and rpmemd with Debian's layout"
 	CHECK(fs::exists(p.prefix() / RPMEM_INSTALL_INCLUDEDIR / "librpmem.h"));
 	CHECK(fs::exists(p.libdir() / "pkgconfig" / "librpmem.pc"));
 	CHECK(fs::exists(p.libdir() / "cmake" / "rpmem" / "rpmemConfig.cmake"));
+
+	// The C++ API: librpmemcpp.so.0 in the runtime package, the link and headers in -dev.
+	auto in = [&](const std::string &pkg, const fs::path &path) {
+		auto c = p.contents(pkg);
+		auto rel = (fs::path(RPMEM_INSTALL_PREFIX).relative_path() / path).string();
+		return std::find(c.begin(), c.end(), rel) != c.end();
+	};
+	const fs::path lib = RPMEM_INSTALL_LIBDIR, inc = RPMEM_INSTALL_INCLUDEDIR;
+	CHECK(in("librpmem1", lib / "librpmemcpp.so.0"));
+	CHECK_FALSE(in("librpmem1", lib / "librpmemcpp.so"));
+	CHECK(in("librpmem-dev", lib / "librpmemcpp.so"));
+	CHECK_FALSE(in("librpmem-dev", lib / "librpmemcpp.so.0"));
+	for (auto h : {"pool.hpp", "replicated_pool.hpp", "error.hpp", "export.hpp"})
+		CHECK(in("librpmem-dev", inc / "rpmem" / h));
+	CHECK(fs::is_symlink(p.libdir() / "librpmemcpp.so"));
+	CHECK(has(run("readelf -d " + (p.libdir() / "librpmemcpp.so.0").string()),
+	          "Library soname: [librpmemcpp.so.0]"));
+	CHECK(has(run("cat " + (p.libdir() / "cmake" / "rpmem").string() + "/rpmemTargets*.cmake"),
+	          "rpmem::cpp"));
 	for (auto bin : {"rpmemd", "rpmem", "rpmem-bench"})
 		CHECK(fs::exists(p.bindir() / bin));
 	auto conf = fs::path(RPMEM_INSTALL_PREFIX) == "/usr"
@@ -183,4 +218,105 @@ TEST_CASE("find_package(rpmem) from the packages builds and runs a C program", "
 	    run((proj / "build" / "consumer").string(), "LD_LIBRARY_PATH=" + p.libdir().string());
 	require_ok(r, "the consumer program");
 	CHECK(has(r, "pool (nil)"));
+}
+
+TEST_CASE("find_package(rpmem) from the packages builds a C++ program on rpmem::cpp that "
+          "replicates over the private sshd",
+          "[package][cpp]")
+{
+	auto &p = pkgs();
+	sshd server;
+	replica node(server);
+	node.write_poolset("cpp.set", {"8M"});
+
+	auto proj = p.dir / "consumer-cpp";
+	fs::create_directories(proj);
+	// No CMAKE_CXX_STANDARD: rpmem::cpp's interface asks for C++20 itself.
+	std::ofstream(proj / "CMakeLists.txt")
+	    << "cmake_minimum_required(VERSION 3.16)\nproject(consumer_cpp CXX)\n"
+	       "find_package(rpmem 0.1 REQUIRED COMPONENTS cpp)\n"
+	       "add_executable(consumer-cpp main.cpp)\n"
+	       "target_compile_options(consumer-cpp PRIVATE -Wall -Wextra -Wpedantic -Werror)\n"
+	       "target_link_libraries(consumer-cpp PRIVATE rpmem::cpp)\n";
+	std::ofstream(proj / "main.cpp") << R"(#include <rpmem/pool.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <sys/mman.h>
+
+int main(int argc, char *argv[])
+{
+	if (argc != 3)
+		return 2;
+	const std::size_t size = 8u << 20;
+	void *mem = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return 1;
+	std::span<std::byte> memory(static_cast<std::byte *>(mem), size);
+	const char text[] = "replicated through librpmemcpp.so.0";
+	try {
+		rpmem::pool_attr attr;
+		std::memcpy(attr.signature.data(), "CPPPKG", 6);
+		attr.major = 1;
+		auto p = rpmem::pool::create(argv[1], argv[2], memory, attr, 2);
+		auto record = memory.subspan(rpmem::pool::header_size, sizeof text);
+		std::memcpy(record.data(), text, sizeof text);
+		p.persist(record);
+		std::memset(record.data(), 0, record.size());
+		p.read(record, rpmem::pool::header_size);
+		std::printf("read back: \"%s\" (%u lanes, %s)\n",
+		            reinterpret_cast<const char *>(record.data()), p.lanes(), p.method());
+		bool same = std::memcmp(record.data(), text, sizeof text) == 0;
+		p.close();
+		std::printf("closed: %s\n", same ? "OK" : "MISMATCH");
+		if (!same)
+			return 1;
+	} catch (const rpmem::error &e) {
+		std::printf("unexpected rpmem::error %d: %s\n", e.errnum(), e.what());
+		return 1;
+	}
+	// An exception thrown inside the library is caught here as rpmem::error (its typeinfo
+	// is exported).
+	try {
+		auto q = rpmem::pool::open(argv[1], "no-such.set", memory);
+		std::printf("opened a pool set that does not exist\n");
+		return 1;
+	} catch (const rpmem::error &e) {
+		std::printf("caught rpmem::error errnum=%d\n", e.errnum());
+	}
+	return 0;
+}
+)";
+	auto configured = run(fmt::format("cmake -S {0} -B {0}/build -DCMAKE_PREFIX_PATH={1} "
+	                                  "-DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON",
+	                                  proj.string(), p.prefix().string()));
+	require_ok(configured, "cmake configure with find_package(rpmem COMPONENTS cpp)");
+	// The package found is the extracted one, not the build tree's.
+	CHECK(has({0, slurp(proj / "build" / "CMakeCache.txt")},
+	          "rpmem_DIR:PATH=" + (p.libdir() / "cmake" / "rpmem").string()));
+	require_ok(run(fmt::format("cmake --build {}/build", proj.string())), "cmake --build");
+	const auto exe = (proj / "build" / "consumer-cpp").string();
+	// Linked to the shared library, not to a copy of the static one.
+	CHECK(has(run("readelf -d " + exe), "Shared library: [librpmemcpp.so.0]"));
+
+	auto o = server.client_options();
+	std::string env = fmt::format(
+	    "LD_LIBRARY_PATH={} RPMEM_CMD='{}/rpmemd --poolset-dir={} --log-file={} "
+	    "--log-level=info' RPMEM_SSH_CONFIG={} RPMEM_SSH_KNOWN_HOSTS={} "
+	    "RPMEM_SSH_IDENTITY={} RPMEM_PROVIDER=tcp",
+	    p.libdir().string(), p.bindir().string(), node.dir().string(), node.log_file().string(),
+	    o.config_file, o.known_hosts_file, o.identity_files.at(0));
+	auto r =
+	    run(fmt::format("{} {} cpp.set", exe, server.target().str()), env + " LD_DEBUG=libs");
+	require_ok(r, "the C++ consumer program");
+	CHECK(has(r, "calling init: " + (p.libdir() / "librpmemcpp.so.0").string()));
+	CHECK(has(r, "read back: \"replicated through librpmemcpp.so.0\""));
+	CHECK(has(r, "closed: OK"));
+	CHECK(has(r, "caught rpmem::error errnum="));
+	// The remote part holds the record past the 4 KiB header.
+	auto part = slurp(node.part("cpp.set"));
+	REQUIRE(part.size() > 4096);
+	CHECK(part.compare(4096, 35, "replicated through librpmemcpp.so.0") == 0);
 }
