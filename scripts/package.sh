@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # Builds the Debian packages with CPack (cmake/install.cmake):
-#   librpmem1     librpmem.so.1 (stock libpmemobj/libpmempool load it for REPLICA lines)
+#   librpmem1     librpmem.so.1 (stock libpmemobj/libpmempool load it for REPLICA lines),
+#                 librpmemcpp.so.0 (the C++ API)
 #   librpmem-dev  librpmem.h, include/rpmem/*.hpp, librpmem.pc, find_package(rpmem), API man pages
 #   rpmemd        rpmemd, rpmem, rpmem-bench, /etc/rpmemd/rpmemd.conf, man pages
 #
