@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// PMDK's pool header (struct pool_hdr, PMDK 1.12 src/common/pool_hdr.h) as replicated_pool
-// writes it into the first 4 KiB of every local part, so that a replicated pool set is a PMDK
-// pool set (`pmempool info` reads it; rpmemd writes the same on remote replicas).
+// The PMDK pool header replicated_pool writes into the first 4 KiB of every local part, so that
+// a replicated pool set is a PMDK pool set (`pmempool info` reads it; rpmemd writes the same on
+// remote replicas). A thin view over lib/pmdk/pool_header.hpp, the one implementation.
 #pragma once
 
+#include "pmdk/pool_header.hpp"
+
 #include <array>
-#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,11 +14,12 @@
 namespace rpmem::replication
 {
 
-using uuid = std::array<std::uint8_t, 16>;
-
-inline constexpr std::size_t pool_hdr_size = 4096;
-inline constexpr std::uint32_t feat_incompat_singlehdr = 0x1;
-inline constexpr std::uint32_t feat_incompat_cksum_2k = 0x2;
+using pmdk::generate_uuid;
+using pmdk::pool_hdr_size;
+using pmdk::uuid;
+using pmdk::uuid_string;
+inline constexpr std::uint32_t feat_incompat_singlehdr = pmdk::feat_incompat_singlehdr;
+inline constexpr std::uint32_t feat_incompat_cksum_2k = pmdk::feat_incompat_cksum_2k;
 
 struct header_fields {
 	std::array<char, 8> signature{};
@@ -42,8 +44,5 @@ std::optional<header_fields> read_header(const void *src, std::string *why);
 
 /** This host's arch flags in PMDK's on-media layout. */
 std::array<std::uint8_t, 16> host_arch_flags();
-/** A random version-4 UUID in PMDK's byte layout. */
-uuid generate_uuid();
-std::string uuid_string(const uuid &u);
 
 } // namespace rpmem::replication

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rpmem::replicated_pool: the master's local parts + local replicas (libpmem) + remote replicas
-// (client::remote_pool each), with parallel fan-out, an asynchronous mode and resync.
+// (client::remote_pool each), with parallel fan-out (split-phase posts, no threads), an
+// asynchronous mode and resync.
 #include "rpmem/replicated_pool.hpp"
 
 #include "client/env.hpp"

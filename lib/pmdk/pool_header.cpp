@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // PMDK pool header: checksum, creation from rpmem attributes, validation (PMDK 1.12.1 set.c,
 // pool_hdr.c, util.c, shutdown_state.c).
-#include "pool_header.hpp"
+#include "pmdk/pool_header.hpp"
 
 #include <rpmem/error.hpp>
 
@@ -13,7 +13,7 @@
 #include <sys/random.h>
 #include <sys/types.h>
 
-namespace rpmemd
+namespace rpmem::pmdk
 {
 namespace
 {
@@ -244,4 +244,4 @@ std::string uuid_string(const uuid &u)
 	                   u[12], u[13], u[14], u[15]);
 }
 
-} // namespace rpmemd
+} // namespace rpmem::pmdk

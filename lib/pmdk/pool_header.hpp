@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// PMDK's pool header (struct pool_hdr, PMDK 1.12.1 src/common/pool_hdr.h): the first 4 KiB of every
+// part file of a pool with headers. rpmemd writes exactly PMDK's bytes so a replica can be
+// inspected with `pmempool info` and opened by libpmemobj on the replica host (DESIGN.md, 12).
+//
+// A pool_hdr value is the on-media image: multi-byte integers are little-endian, whatever the
+// host. Read and write them through load_le()/store_le(), never directly.
+#pragma once
+
+#include "control/messages.hpp"
+
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace rpmem::pmdk
+{
+
+using uuid = std::array<std::uint8_t, 16>;
+
+inline constexpr std::size_t pool_hdr_size = 4096;
+
+// Feature flags (pool_hdr.h). Values are part of the on-media format.
+inline constexpr std::uint32_t feat_compat_check_bad_blocks = 0x1;
+inline constexpr std::uint32_t feat_incompat_singlehdr = 0x1; // header only in part 0
+inline constexpr std::uint32_t feat_incompat_cksum_2k = 0x2;  // checksum covers the first 2 KiB
+inline constexpr std::uint32_t feat_incompat_sds = 0x4;       // shutdown state is kept
+
+/** Identifies the architecture that created a pool (ELF-like values; rpmem's user_flags). */
+struct arch_flags {
+	std::uint64_t alignment_desc; // 4 bits per basic type: its alignment - 1
+	std::uint8_t machine_class;   // 2: 64-bit
+	std::uint8_t data;            // 1: little endian, 2: big endian
+	std::array<std::uint8_t, 4> reserved;
+	std::uint16_t machine; // ELF e_machine: 62 = x86-64
+};
+
+/** Unsafe-shutdown detection state, kept in part 0 when feat_incompat_sds is set. */
+struct shutdown_state {
+	std::uint64_t usc;  // sum of the unsafe shutdown counts of the devices under the parts
+	std::uint64_t uuid; // sum of checksums of those devices' ids
+	std::uint8_t dirty; // 1 while the pool is open
+	std::array<std::uint8_t, 39> reserved;
+	std::uint64_t checksum; // of this struct, checksum field as zero
+};
+
+struct features {
+	std::uint32_t compat;    // "may" features
+	std::uint32_t incompat;  // "must support" features
+	std::uint32_t ro_compat; // force read-only if unsupported
+};
+
+struct pool_hdr {
+	std::array<char, 8> signature;
+	std::uint32_t major;
+	features feat;
+	uuid poolset_uuid;
+	uuid part_uuid; // PMDK: uuid, this part's UUID
+	uuid prev_part_uuid;
+	uuid next_part_uuid;
+	uuid prev_repl_uuid;
+	uuid next_repl_uuid;
+	std::uint64_t crtime; // seconds since the epoch: st_ctime of the part when created
+	arch_flags arch;
+	std::array<std::uint8_t, 1904> unused; // zero; end of the 2 KiB checksummed area
+	std::array<std::uint8_t, 1976> unused2;
+	shutdown_state sds;
+	std::uint64_t checksum; // Fletcher64 variant, see header_checksum()
+};
+
+static_assert(sizeof(arch_flags) == 16 && offsetof(arch_flags, machine) == 14);
+static_assert(sizeof(shutdown_state) == 64 && offsetof(shutdown_state, dirty) == 16 &&
+              offsetof(shutdown_state, checksum) == 56);
+static_assert(offsetof(pool_hdr, major) == 8 && offsetof(pool_hdr, feat) == 12);
+static_assert(offsetof(pool_hdr, poolset_uuid) == 24 && offsetof(pool_hdr, part_uuid) == 40);
+static_assert(offsetof(pool_hdr, prev_part_uuid) == 56 && offsetof(pool_hdr, next_part_uuid) == 72);
+static_assert(offsetof(pool_hdr, prev_repl_uuid) == 88 &&
+              offsetof(pool_hdr, next_repl_uuid) == 104);
+static_assert(offsetof(pool_hdr, crtime) == 120 && offsetof(pool_hdr, arch) == 128);
+static_assert(offsetof(pool_hdr, unused) == 144 && offsetof(pool_hdr, unused2) == 2048);
+static_assert(offsetof(pool_hdr, sds) == 4024 && offsetof(pool_hdr, checksum) == 4088);
+static_assert(sizeof(pool_hdr) == pool_hdr_size);
+static_assert(sizeof(rpmem::control::pool_attr().user_flags) == sizeof(arch_flags));
+
+/** POOL_HDR_CSUM_2K_END_OFF / POOL_HDR_CSUM_4K_END_OFF: first byte not checksummed. */
+inline constexpr std::size_t csum_2k_end = offsetof(pool_hdr, unused2);
+inline constexpr std::size_t csum_4k_end = offsetof(pool_hdr, checksum);
+
+template <class T> constexpr T byteswap_if_big(T v) noexcept
+{
+	if constexpr (std::endian::native == std::endian::little || sizeof(T) == 1) {
+		return v;
+	} else if constexpr (sizeof(T) == 2) {
+		return static_cast<T>(__builtin_bswap16(v));
+	} else if constexpr (sizeof(T) == 4) {
+		return static_cast<T>(__builtin_bswap32(v));
+	} else {
+		return static_cast<T>(__builtin_bswap64(v));
+	}
+}
+template <class T> constexpr T load_le(T media) noexcept
+{
+	return byteswap_if_big(media);
+}
+template <class T> constexpr void store_le(T &media, T host) noexcept
+{
+	media = byteswap_if_big(host);
+}
+
+/**
+ * PMDK's util_checksum_compute: Fletcher64 over little-endian 32-bit words. The 8 bytes at
+ * csum_off and every word at or past end_off count as zero but still advance the high sum.
+ * data.size() must be a multiple of 8.
+ */
+std::uint64_t fletcher64(std::span<const std::uint8_t> data, std::size_t csum_off,
+                         std::size_t end_off) noexcept;
+
+/** The checksum the header must carry (2 KiB or 4 KiB range per feat_incompat_cksum_2k). */
+std::uint64_t header_checksum(const pool_hdr &hdr) noexcept;
+/** Stores header_checksum() in hdr.checksum. */
+void seal(pool_hdr &hdr) noexcept;
+
+/** This host's arch flags as PMDK's util_get_arch_flags + util_convert2le_hdr store them. */
+arch_flags host_arch_flags() noexcept;
+/** A random (version 4) UUID in PMDK's byte layout. Throws rpmem::error if no entropy. */
+uuid generate_uuid();
+
+/** UUIDs that tie one part header into its pool set and replica ring. */
+struct header_links {
+	uuid poolset{};
+	uuid self{};
+	uuid prev_part{};
+	uuid next_part{};
+	uuid prev_repl{};
+	uuid next_repl{};
+};
+
+/**
+ * The header of one part as PMDK's util_header_create writes it: fields from attr, links,
+ * arch flags = attr.user_flags or this host's when those are zero, crtime, shutdown state
+ * (part 0 of an SDS pool), checksum.
+ */
+pool_hdr make_header(const rpmem::control::pool_attr &attr, const header_links &links,
+                     std::uint64_t crtime, bool first_part);
+
+/** The attributes a header carries (util_get_rpmem_attr: uuid is the part's own UUID). */
+rpmem::control::pool_attr header_attr(const pool_hdr &hdr);
+
+/**
+ * Overwrites what set_attr may change (util_replica_set_attr): signature, major, features,
+ * pool set UUID, replica links, arch flags (verbatim). Part UUIDs and links are the caller's.
+ */
+void apply_attr(pool_hdr &hdr, const rpmem::control::pool_attr &attr);
+
+/** Records whether the pool is open in the shutdown state (no-op without the SDS feature). */
+void set_shutdown_dirty(pool_hdr &hdr, bool dirty);
+
+/** What is wrong with a header on its own (all zeros, bad checksum); nullopt when valid. */
+std::optional<std::string> check_header_alone(const pool_hdr &hdr);
+
+/**
+ * What is wrong with a part's header, checked as PMDK's util_header_check_remote does: on its
+ * own, then against part 0's header and the UUIDs of its neighbouring parts; nullopt if valid.
+ */
+std::optional<std::string> check_header(const pool_hdr &hdr, const pool_hdr &first,
+                                        const uuid &prev_part, const uuid &next_part);
+
+std::string uuid_string(const uuid &u);
+
+} // namespace rpmem::pmdk
