@@ -170,6 +170,19 @@ TEST_CASE("rpmem::pool: create, persist a span, read, reopen with attributes, re
 		std::array<std::byte, 16> outside{};
 		CHECK_THROWS_AS(p.persist(std::span<const std::byte>(outside)), rpmem::error);
 		CHECK_THROWS_AS(p.persist(0, 16), rpmem::error); // the header
+		// Statistics count what went through: 2 persists, one relaxed flush and one
+		// drain per lane, every round trip in the latency histogram.
+		auto st = p.stats();
+		CHECK(st.persists == 2);
+		CHECK(st.flushes == p.lanes());
+		CHECK(st.drains == p.lanes());
+		CHECK(st.bytes_persisted == (1 << 20) + p.lanes() * K4 + (8 << 20) - (3 << 20));
+		std::uint64_t in_histogram = 0;
+		for (auto n : st.latency_ns_log2)
+			in_histogram += n;
+		CHECK(in_histogram == st.round_trips);
+		CHECK(st.round_trips == 2 + p.lanes());
+		CHECK(p.stats(0).flushes == 1);
 	}
 	std::string expect(reinterpret_cast<const char *>(mem.data()) + K4, (1 << 20));
 	std::memset(mem.data(), 0, mem.size());
