@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target: arbitrary bytes as an rpmemd config file (daemon/config.cpp).
 // The parser must either accept the text or throw config_error; anything else (another
-// exception, a crash, a sanitizer report) is a bug. Built by hand for now, e.g.:
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Idaemon -Iinclude \
-//     tests/fuzz/config_fuzz.cpp daemon/config.cpp daemon/log.cpp -lfmt -o config_fuzz
-//   ./config_fuzz tests/fuzz/corpus/config
+// exception, a crash, a sanitizer report) is a bug. Built with -DRPMEM_FUZZ=ON and clang
+// (tests/fuzz/CMakeLists.txt); scripts/fuzz.sh runs it on a copy of tests/fuzz/corpus/config.
 #include "config.hpp"
 
 #include <cstddef>

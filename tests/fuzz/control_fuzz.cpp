@@ -7,11 +7,8 @@
 // a bug. A decoded message must re-encode to exactly the input bytes: the encoding is canonical,
 // which proves every byte was validated rather than skipped.
 //
-// Not wired into CMake (it needs clang). Build and run from the repository root:
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Ilib -Iinclude \
-//       tests/fuzz/control_fuzz.cpp lib/control/codec.cpp lib/control/frame.cpp \
-//       lib/control/status.cpp -lfmt -o /tmp/control_fuzz
-//   /tmp/control_fuzz -max_len=70000 tests/fuzz/corpus/control
+// Built with -DRPMEM_FUZZ=ON and clang (tests/fuzz/CMakeLists.txt); run by scripts/fuzz.sh
+// (which passes -max_len=70000) on a copy of tests/fuzz/corpus/control.
 #include "control/codec.hpp"
 
 #include <algorithm>

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// libFuzzer target for the pool set parser. Build by hand, e.g.:
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I lib -I include \
-//       tests/fuzz/poolset_fuzz.cpp lib/poolset/poolset.cpp -o poolset_fuzz
-//   ./poolset_fuzz tests/fuzz/corpus/poolset
+// libFuzzer target for the pool set parser. Built with -DRPMEM_FUZZ=ON and clang
+// (tests/fuzz/CMakeLists.txt); scripts/fuzz.sh runs it on a copy of tests/fuzz/corpus/poolset.
 // Any input must either parse or throw parse_error; what parses must survive a round trip
 // through to_string with the same meaning.
 #include "poolset/poolset.hpp"
