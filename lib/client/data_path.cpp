@@ -98,6 +98,8 @@ struct alignas(64) lane_state {
 	std::uint64_t batch_entries = 0;
 	bool batch_inline = false;     // some entry carries its data
 	bool posted = false;           // a request was posted, not yet completed (split phase)
+	std::uint64_t inline_lo = 0;   // extent of the batch's inline data (valid when
+	std::uint64_t inline_hi = 0;   // batch_inline): see add()
 	std::uint64_t last_offset = 0; // the latest range written by RDMA (APM reads it back)
 	std::uint64_t last_length = 0;
 };
@@ -572,10 +574,17 @@ void data_path::impl::add(lane_state &l, unsigned lane, std::uint64_t off, std::
 			send_batch(l, lane);
 		l.batch_bytes += ln::encode(off, len, pool + off,
 		                            l.msg + ln::request_header_size + l.batch_bytes);
+		l.inline_lo = l.batch_inline ? std::min(l.inline_lo, off) : off;
+		l.inline_hi = l.batch_inline ? std::max(l.inline_hi, off + len) : off + len;
 		l.batch_inline = true;
 		++l.batch_entries;
 		return;
 	}
+	// rpmemd applies a batch's inline data when the batch arrives, after every write posted
+	// before it: inline bytes this newer write covers are sent first, or they would land on
+	// top of it.
+	if (l.batch_inline && off < l.inline_hi && off + len > l.inline_lo)
+		send_batch(l, lane);
 	write(l, off, len, !saw);
 	if (!saw)
 		wait(l); // without send-after-write order the write must land before the message
@@ -721,6 +730,9 @@ void data_path::deep_persist(std::uint64_t offset, std::uint64_t length, unsigne
 	auto &d = *impl_;
 	auto &l = d.use(lane);
 	auto start = std::chrono::steady_clock::now();
+	// As in add(): older inline bytes under this write must not land after it.
+	if (l.batch_inline && offset < l.inline_hi && offset + length > l.inline_lo)
+		d.send_batch(l, lane);
 	if (length)
 		d.write(l, offset, length, !d.saw);
 	if (length && !d.saw)
