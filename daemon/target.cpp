@@ -354,10 +354,11 @@ private:
 			log_err("accepting fabric connection {} failed: {}", cd->endpoint,
 			        e.message());
 			failed_ = true;
-		}
-		// A refused connection must not leave a half-made endpoint behind.
-		if (failed_ && !c.connected)
+			// No half-made endpoint stays behind: workers stop seeing it, and the index
+			// is free again.
 			c.live.store(nullptr);
+			c.ep.reset();
+		}
 	}
 
 	std::uint8_t *slot_buffer(const connection &c, std::uint32_t slot)

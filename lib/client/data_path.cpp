@@ -650,7 +650,7 @@ std::uint32_t data_path::nlanes() const
 	return impl_->nlanes;
 }
 
-void data_path::persist(std::uint64_t offset, std::uint64_t length, unsigned lane, bool relaxed)
+void data_path::persist(std::uint64_t offset, std::uint64_t length, unsigned lane)
 {
 	auto &d = *impl_;
 	auto &l = d.use(lane);
@@ -659,7 +659,6 @@ void data_path::persist(std::uint64_t offset, std::uint64_t length, unsigned lan
 	// Small ranges travel inline (the daemon stores aligned words whole); large ones are
 	// written zero-copy. A relaxed persist may tear, so it takes the same path: inline is
 	// cheaper.
-	(void)relaxed;
 	auto start = std::chrono::steady_clock::now();
 	d.add(l, lane, offset, length);
 	d.finish(l, lane);

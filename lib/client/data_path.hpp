@@ -50,8 +50,9 @@ public:
 
 	std::uint32_t nlanes() const;
 
-	/** Durable when it returns; !relaxed keeps aligned 8-byte stores untorn on the replica. */
-	void persist(std::uint64_t offset, std::uint64_t length, unsigned lane, bool relaxed);
+	/** Durable when it returns. Relaxed or not, ranges that fit inline travel inline (aligned
+	 * 8-byte stores untorn); larger ones are RDMA-written: the flag changes nothing here. */
+	void persist(std::uint64_t offset, std::uint64_t length, unsigned lane);
 	/** Posts the write and returns; drain(lane) makes it durable. */
 	void flush(std::uint64_t offset, std::uint64_t length, unsigned lane);
 	void drain(unsigned lane);

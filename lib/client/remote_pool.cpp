@@ -202,7 +202,7 @@ void remote_pool::persist(std::size_t offset, std::size_t length, unsigned lane,
 	if (flags & ~persist_relaxed)
 		throw rpmem::error(EINVAL, fmt::format("persist: unknown flags {:#x}", flags));
 	check_range("persist", offset, length, lane, false);
-	data_->persist(offset, length, lane, flags & persist_relaxed);
+	data_->persist(offset, length, lane);
 }
 
 void remote_pool::flush(std::size_t offset, std::size_t length, unsigned lane, unsigned flags)
@@ -213,7 +213,7 @@ void remote_pool::flush(std::size_t offset, std::size_t length, unsigned lane, u
 	if (flags & flush_relaxed)
 		data_->flush(offset, length, lane);
 	else
-		data_->persist(offset, length, lane, false);
+		data_->persist(offset, length, lane);
 }
 
 void remote_pool::drain(unsigned lane, unsigned flags)

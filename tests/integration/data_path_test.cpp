@@ -217,22 +217,6 @@ TEST_CASE("a fabric connection without the session secret is refused", "[data][s
 namespace
 {
 
-pid_t find_daemon(const std::string &unique)
-{
-	for (const auto &e : std::filesystem::directory_iterator("/proc")) {
-		auto name = e.path().filename().string();
-		if (name.find_first_not_of("0123456789") != std::string::npos)
-			continue;
-		auto cmdline = slurp(e.path() / "cmdline");
-		std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-		if (cmdline.find("rpmemd") != std::string::npos &&
-		    cmdline.find(unique) != std::string::npos &&
-		    cmdline.find("sh -c") == std::string::npos)
-			return static_cast<pid_t>(std::stol(name));
-	}
-	return -1;
-}
-
 std::size_t count_tcp_connections(pid_t pid)
 {
 	std::size_t n = 0;
@@ -270,7 +254,7 @@ TEST_CASE("1024 lanes keep rpmemd's threads and connections few", "[data][lanes]
 		});
 	for (auto &t : ts)
 		t.join();
-	pid_t pid = find_daemon(node.dir().string());
+	pid_t pid = find_rpmemd(node.dir().string());
 	REQUIRE(pid > 0);
 	std::size_t threads = 0;
 	for ([[maybe_unused]] const auto &e :
