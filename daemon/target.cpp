@@ -44,6 +44,8 @@ inline constexpr std::uint32_t max_endpoints = 16;
 // Payload bytes of one lane request: a 4 KiB persist inline plus room for a few more entries.
 inline constexpr std::uint32_t default_inline_max = 4096 + 256;
 inline constexpr std::uint32_t max_queue_depth = 256;
+/** Requests one lane may have in flight when the queue has room (see data_path's pipeline). */
+inline constexpr std::uint32_t pipeline_depth = 8;
 inline constexpr auto accept_timeout = 30s;
 
 std::int64_t now_ns()
@@ -128,7 +130,12 @@ public:
 		if (g.cq_cnt && g.cq_cnt < nworkers_)
 			nworkers_ = static_cast<unsigned>(g.cq_cnt);
 		nworkers_ = std::min<unsigned>(nworkers_, nendpoints_);
-		queue_depth_ = std::min((nlanes_ + nendpoints_ - 1) / nendpoints_, max_queue_depth);
+		// Room for pipeline_depth requests per lane: clients split large persists into
+		// chunks so that one is made durable here while the next is in transit.
+		const std::uint32_t per_conn = (nlanes_ + nendpoints_ - 1) / nendpoints_;
+		queue_depth_ = per_conn * pipeline_depth <= max_queue_depth
+		                   ? per_conn * pipeline_depth
+		                   : std::min(per_conn, max_queue_depth);
 		if (g.rx_size)
 			queue_depth_ = std::min<std::uint32_t>(
 			    queue_depth_, static_cast<std::uint32_t>(g.rx_size));

@@ -88,9 +88,14 @@ struct alignas(64) lane_state {
 	lane_counters counters;
 	std::atomic<std::uint32_t> outstanding{0}; // completions still expected
 	std::atomic<std::uint32_t> err{0};
-	std::uint64_t cookie = 0;
-	std::uint8_t *msg = nullptr;  // request slot (registered for FI_SEND)
-	std::uint64_t *raw = nullptr; // target of APM reads (registered for FI_READ)
+	// Responses for cookies [first_cookie, cookie] are the lane's; the lane's thread writes
+	// them, the thread reaping its connection reads them.
+	std::atomic<std::uint64_t> cookie{0};
+	std::atomic<std::uint64_t> first_cookie{0};
+	std::uint64_t next_cookie() { return cookie.fetch_add(1, std::memory_order_release) + 1; }
+	std::uint8_t *msg = nullptr;        // request slot (registered for FI_SEND)
+	std::uint8_t *chunk_msgs = nullptr; // pipeline - 1 small slots for a split persist
+	std::uint64_t *raw = nullptr;       // target of APM reads (registered for FI_READ)
 	op_context ctx{};
 	struct connection *conn = nullptr;
 	// The batch being built in the slot's payload: flushed ranges not yet durable.
@@ -133,10 +138,23 @@ struct data_path::impl {
 	void take_credit(connection &c);
 	void send_request(lane_state &l, const ln::request &r, std::size_t payload,
 	                  bool wait_now = true);
-	void write(lane_state &l, std::uint64_t off, std::uint64_t len, bool signal);
+	/** Writes [off, off+len) of the replica from src (registered under desc). */
+	void write(lane_state &l, std::uint64_t off, std::uint64_t len, bool signal,
+	           const std::uint8_t *src, void *desc);
 	void read_back(lane_state &l, void *buf, std::uint64_t off, std::uint64_t len, void *desc,
 	               bool wait_now = true);
-	void add(lane_state &l, unsigned lane, std::uint64_t off, std::uint64_t len);
+	/** Adds a range whose bytes are at src (the pool itself, or a registered source). */
+	void add(lane_state &l, unsigned lane, std::uint64_t off, std::uint64_t len,
+	         const std::uint8_t *src, void *desc);
+	void add(lane_state &l, unsigned lane, std::uint64_t off, std::uint64_t len)
+	{
+		add(l, lane, off, len, pool + off, pool_mr->desc());
+	}
+	/** A large persist in pipelined chunks: all but the last go out now, each written and
+	 * then announced by its own request, so rpmemd makes chunk k durable while chunk k+1
+	 * is in transit. Returns what is left for the lane's own request (the last chunk). */
+	std::uint64_t send_chunks(lane_state &l, unsigned lane, std::uint64_t off,
+	                          std::uint64_t len);
 	/** The lane, after completing a request posted by a split-phase call. */
 	lane_state &use(unsigned lane)
 	{
@@ -164,6 +182,8 @@ struct data_path::impl {
 	std::uint32_t inline_max = 0;
 	std::size_t slot_size = 0;
 	std::size_t max_msg = 0;
+	std::uint32_t pipeline = 1; // requests one lane may have in flight
+	static constexpr std::size_t chunk_slot = 64;
 	bool saw = true;
 	bool local_mr = false;
 
@@ -174,9 +194,14 @@ struct data_path::impl {
 	std::vector<std::unique_ptr<connection>> conns;
 	std::vector<lane_state> lanes;
 	std::vector<std::uint8_t> msg_buf;
+	std::vector<std::uint8_t> chunk_buf;
 	std::vector<std::uint64_t> raw_buf;
 	std::vector<std::uint8_t> resp_buf;
-	std::unique_ptr<fab::memory_region> pool_mr, msg_mr, raw_mr, resp_mr;
+	std::unique_ptr<fab::memory_region> pool_mr, msg_mr, raw_mr, resp_mr, chunk_mr;
+	// A second registered region ranges may be sent from (register_source).
+	std::unique_ptr<fab::memory_region> src_mr;
+	const std::uint8_t *src_base = nullptr;
+	std::size_t src_size = 0;
 	std::atomic<bool> down{false};
 	op_context silent_ctx{{}, ctx_kind::silent, 0};
 };
@@ -233,6 +258,17 @@ data_path::impl::impl(const control::fabric_params &f, const std::string &h, voi
 	                                               FI_RECV);
 
 	std::uint32_t lanes_per_conn = (nlanes + fabric.nendpoints - 1) / fabric.nendpoints;
+	// A daemon that takes several requests per lane lets large persists be pipelined
+	// (GPSPM only: APM has no flush step to overlap). Ordered writes are required: a chunk's
+	// request must not overtake its data.
+	if (fabric.method == control::persist_method::gpspm && saw &&
+	    fabric.queue_depth >= 2 * lanes_per_conn && cfg.pipeline_chunk > 0)
+		pipeline = std::min<std::uint32_t>(fabric.queue_depth / lanes_per_conn, 8);
+	if (pipeline > 1) {
+		chunk_buf.assign(std::size_t(nlanes) * (pipeline - 1) * chunk_slot, 0);
+		chunk_mr = std::make_unique<fab::memory_region>(*domain, chunk_buf.data(),
+		                                                chunk_buf.size(), FI_SEND);
+	}
 	for (std::uint32_t i = 0; i < fabric.nendpoints; ++i) {
 		auto c = std::make_unique<connection>();
 		c->index = i;
@@ -256,6 +292,9 @@ data_path::impl::impl(const control::fabric_params &f, const std::string &h, voi
 		auto &ls = lanes[l];
 		ls.msg = msg_buf.data() + std::size_t(l) * slot_size;
 		ls.raw = &raw_buf[l];
+		if (pipeline > 1)
+			ls.chunk_msgs =
+			    chunk_buf.data() + std::size_t(l) * (pipeline - 1) * chunk_slot;
 		ls.ctx.kind = ctx_kind::lane_op;
 		ls.ctx.index = l;
 		ls.conn = conns[l % fabric.nendpoints].get();
@@ -371,7 +410,8 @@ void data_path::impl::dispatch(connection &c, const fab::cq_entry &e)
 		c.credits.notify_one();
 	}
 	if (!resp || resp->lane >= nlanes || lanes[resp->lane].conn != &c ||
-	    lanes[resp->lane].cookie != resp->cookie) {
+	    resp->cookie < lanes[resp->lane].first_cookie.load(std::memory_order_acquire) ||
+	    resp->cookie > lanes[resp->lane].cookie.load(std::memory_order_acquire)) {
 		c.broken_err = EPROTO;
 		c.broken = true;
 		return;
@@ -511,6 +551,8 @@ void data_path::impl::send_request(lane_state &l, const ln::request &r, std::siz
 {
 	auto &c = *l.conn;
 	take_credit(c);
+	if (l.outstanding.load(std::memory_order_relaxed) == 0)
+		l.first_cookie.store(r.cookie, std::memory_order_release);
 	ln::encode(r, l.msg);
 	l.outstanding.fetch_add(1, std::memory_order_relaxed);
 	post(c, [&] {
@@ -522,7 +564,8 @@ void data_path::impl::send_request(lane_state &l, const ln::request &r, std::siz
 		l.posted = true;
 }
 
-void data_path::impl::write(lane_state &l, std::uint64_t off, std::uint64_t len, bool signal)
+void data_path::impl::write(lane_state &l, std::uint64_t off, std::uint64_t len, bool signal,
+                            const std::uint8_t *src, void *desc)
 {
 	auto &c = *l.conn;
 	while (len) {
@@ -531,15 +574,13 @@ void data_path::impl::write(lane_state &l, std::uint64_t off, std::uint64_t len,
 		if (signal) {
 			l.outstanding.fetch_add(1, std::memory_order_relaxed);
 			post(c, [&] {
-				return c.ep->writemsg(pool + off, n, pool_mr->desc(), dst, &l.ctx,
+				return c.ep->writemsg(src, n, desc, dst, &l.ctx,
 				                      FI_COMPLETION | FI_DELIVERY_COMPLETE);
 			});
 		} else {
-			post(c, [&] {
-				return c.ep->write(pool + off, n, pool_mr->desc(), dst,
-				                   &silent_ctx);
-			});
+			post(c, [&] { return c.ep->write(src, n, desc, dst, &silent_ctx); });
 		}
+		src += n;
 		off += n;
 		len -= n;
 	}
@@ -566,14 +607,15 @@ void data_path::impl::read_back(lane_state &l, void *buf, std::uint64_t off, std
 }
 
 /** Adds a range to the lane's batch: inline when it fits, else written by RDMA right now. */
-void data_path::impl::add(lane_state &l, unsigned lane, std::uint64_t off, std::uint64_t len)
+void data_path::impl::add(lane_state &l, unsigned lane, std::uint64_t off, std::uint64_t len,
+                          const std::uint8_t *src, void *desc)
 {
 	const auto with_data = ln::entry_size(len, true);
 	if (len <= inline_max) {
 		if (!fits(l, with_data) && l.batch_entries)
 			send_batch(l, lane);
-		l.batch_bytes += ln::encode(off, len, pool + off,
-		                            l.msg + ln::request_header_size + l.batch_bytes);
+		l.batch_bytes +=
+		    ln::encode(off, len, src, l.msg + ln::request_header_size + l.batch_bytes);
 		l.inline_lo = l.batch_inline ? std::min(l.inline_lo, off) : off;
 		l.inline_hi = l.batch_inline ? std::max(l.inline_hi, off + len) : off + len;
 		l.batch_inline = true;
@@ -585,7 +627,7 @@ void data_path::impl::add(lane_state &l, unsigned lane, std::uint64_t off, std::
 	// top of it.
 	if (l.batch_inline && off < l.inline_hi && off + len > l.inline_lo)
 		send_batch(l, lane);
-	write(l, off, len, !saw);
+	write(l, off, len, !saw, src, desc);
 	if (!saw)
 		wait(l); // without send-after-write order the write must land before the message
 	if (!fits(l, ln::entry_header_size))
@@ -595,6 +637,34 @@ void data_path::impl::add(lane_state &l, unsigned lane, std::uint64_t off, std::
 	++l.batch_entries;
 	l.last_offset = off;
 	l.last_length = len;
+}
+
+std::uint64_t data_path::impl::send_chunks(lane_state &l, unsigned lane, std::uint64_t off,
+                                           std::uint64_t len)
+{
+	if (pipeline < 2 || len < 2 * cfg.pipeline_chunk || l.batch_entries)
+		return len;
+	// At most `pipeline` requests in flight, the lane's own slot carrying the last chunk.
+	std::uint64_t chunk =
+	    std::max<std::uint64_t>(cfg.pipeline_chunk, (len + pipeline - 1) / pipeline);
+	chunk = (chunk + 4095) & ~std::uint64_t(4095);
+	auto &c = *l.conn;
+	l.first_cookie.store(l.cookie.load(std::memory_order_relaxed) + 1,
+	                     std::memory_order_release);
+	for (std::uint32_t i = 0; len > chunk && i + 1 < pipeline; ++i) {
+		write(l, off, chunk, false, pool + off, pool_mr->desc());
+		auto *m = l.chunk_msgs + std::size_t(i) * chunk_slot;
+		ln::encode(ln::request{ln::op::persist, lane, 0, 1, l.next_cookie()}, m);
+		ln::encode(off, chunk, nullptr, m + ln::request_header_size);
+		l.outstanding.fetch_add(1, std::memory_order_relaxed);
+		post(c, [&] {
+			return c.ep->send(m, ln::request_header_size + ln::entry_header_size,
+			                  chunk_mr->desc(), &l.ctx);
+		});
+		off += chunk;
+		len -= chunk;
+	}
+	return len;
 }
 
 /** Makes the lane's batch durable: one round trip. */
@@ -618,7 +688,7 @@ void data_path::impl::send_batch(lane_state &l, unsigned lane, bool wait_now)
 	l.batch_bytes = 0;
 	l.batch_entries = 0;
 	l.batch_inline = false;
-	send_request(l, {ln::op::persist, lane, 0, entries, ++l.cookie}, bytes, wait_now);
+	send_request(l, {ln::op::persist, lane, 0, entries, l.next_cookie()}, bytes, wait_now);
 }
 
 void data_path::impl::shutdown()
@@ -660,7 +730,8 @@ void data_path::persist(std::uint64_t offset, std::uint64_t length, unsigned lan
 	// written zero-copy. A relaxed persist may tear, so it takes the same path: inline is
 	// cheaper.
 	auto start = std::chrono::steady_clock::now();
-	d.add(l, lane, offset, length);
+	auto rest = d.send_chunks(l, lane, offset, length);
+	d.add(l, lane, offset + length - rest, rest);
 	d.finish(l, lane);
 	lane_counters::bump(l.counters.persists);
 	lane_counters::bump(l.counters.bytes_persisted, length);
@@ -678,13 +749,45 @@ void data_path::flush(std::uint64_t offset, std::uint64_t length, unsigned lane)
 	lane_counters::bump(l.counters.bytes_persisted, length);
 }
 
+void data_path::register_source(const void *addr, std::size_t size)
+{
+	auto &d = *impl_;
+	if (d.src_mr)
+		throw rpmem::error(
+		    EBUSY, fmt::format("{}: a source region is already registered", d.host));
+	d.src_mr = std::make_unique<fab::memory_region>(*d.domain, const_cast<void *>(addr), size,
+	                                                FI_WRITE | FI_SEND);
+	d.src_base = static_cast<const std::uint8_t *>(addr);
+	d.src_size = size;
+}
+
+void data_path::flush_from(const void *src, std::uint64_t offset, std::uint64_t length,
+                           unsigned lane)
+{
+	auto &d = *impl_;
+	if (!length)
+		return;
+	auto *p = static_cast<const std::uint8_t *>(src);
+	if (!d.src_mr || p < d.src_base || length > d.src_size ||
+	    p - d.src_base > static_cast<std::ptrdiff_t>(d.src_size - length))
+		throw rpmem::error(EINVAL,
+		                   fmt::format("{}: flush source [{}, +{}) is not inside the "
+		                               "registered source region",
+		                               d.host, src, length));
+	auto &l = d.use(lane);
+	d.add(l, lane, offset, length, p, d.src_mr->desc());
+	lane_counters::bump(l.counters.flushes);
+	lane_counters::bump(l.counters.bytes_persisted, length);
+}
+
 void data_path::persist_post(std::uint64_t offset, std::uint64_t length, unsigned lane)
 {
 	auto &d = *impl_;
 	auto &l = d.use(lane);
 	if (length == 0)
 		return;
-	d.add(l, lane, offset, length);
+	auto rest = d.send_chunks(l, lane, offset, length);
+	d.add(l, lane, offset + length - rest, rest);
 	d.finish(l, lane, false);
 	lane_counters::bump(l.counters.persists);
 	lane_counters::bump(l.counters.bytes_persisted, length);
@@ -733,11 +836,11 @@ void data_path::deep_persist(std::uint64_t offset, std::uint64_t length, unsigne
 	if (l.batch_inline && offset < l.inline_hi && offset + length > l.inline_lo)
 		d.send_batch(l, lane);
 	if (length)
-		d.write(l, offset, length, !d.saw);
+		d.write(l, offset, length, !d.saw, d.pool + offset, d.pool_mr->desc());
 	if (length && !d.saw)
 		d.wait(l);
 	// Only the header is sent: a batch of relaxed flushes behind it in the slot stays intact.
-	d.send_request(l, {ln::op::deep_persist, lane, offset, length, ++l.cookie}, 0);
+	d.send_request(l, {ln::op::deep_persist, lane, offset, length, l.next_cookie()}, 0);
 	lane_counters::bump(l.counters.deep_persists);
 	lane_counters::bump(l.counters.bytes_persisted, length);
 	l.counters.round_trip(start);

@@ -58,6 +58,13 @@ public:
 	void drain(unsigned lane);
 	void deep_persist(std::uint64_t offset, std::uint64_t length, unsigned lane);
 
+	/** Registers [addr, addr+size) as a second region ranges may be sent from (one per data
+	 * path; it must outlive the data path). For senders that snapshot the pool. */
+	void register_source(const void *addr, std::size_t size);
+	/** flush(), but the bytes of [offset, offset+length) are taken from src, inside the
+	 * registered source region; they must stay unchanged until the next drain completes. */
+	void flush_from(const void *src, std::uint64_t offset, std::uint64_t length, unsigned lane);
+
 	// Split phase, for fanning out to several replicas from one thread: post the request, do
 	// other work (post to other replicas), then complete(lane). Any other call on the lane
 	// completes a posted request first.

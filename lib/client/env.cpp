@@ -79,6 +79,8 @@ settings read_settings(const char *(*getenv_fn)(const char *))
 	if (auto v = parse_env_int(getenv_fn("RPMEM_INLINE_MAX")); v >= 0)
 		s.inline_max = v;
 	s.spin = parse_env_int(getenv_fn("RPMEM_SPIN")) > 0;
+	if (auto v = parse_env_int(getenv_fn("RPMEM_PIPELINE_CHUNK")); v >= 0)
+		s.pipeline_chunk = static_cast<std::uint64_t>(v);
 	s.providers = provider_preference(getenv_fn);
 	return s;
 }

@@ -21,6 +21,8 @@ struct settings {
 	                                           // below a third of rpmemd's heartbeat-timeout
 	std::int64_t inline_max = -1;              // RPMEM_INLINE_MAX (-1: the daemon's)
 	bool spin = false;                         // RPMEM_SPIN=1: poll completions
+	std::uint64_t pipeline_chunk = 256u << 10; // RPMEM_PIPELINE_CHUNK: persists of twice
+	                                           // this or more go in pipelined chunks (0: off)
 };
 
 /** The process's settings, read from the environment on first use. */

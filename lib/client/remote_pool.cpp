@@ -242,6 +242,17 @@ void remote_pool::complete(unsigned lane)
 	data_->complete(lane);
 }
 
+void remote_pool::register_source(const void *addr, std::size_t size)
+{
+	data_->register_source(addr, size);
+}
+
+void remote_pool::flush_from(const void *src, std::size_t offset, std::size_t length, unsigned lane)
+{
+	check_range("flush", offset, length, lane, false);
+	data_->flush_from(src, offset, length, lane);
+}
+
 void remote_pool::deep_persist(std::size_t offset, std::size_t length, unsigned lane)
 {
 	check_range("deep_persist", offset, length, lane, false);

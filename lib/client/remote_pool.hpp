@@ -79,6 +79,10 @@ public:
 	void persist_post(std::size_t offset, std::size_t length, unsigned lane);
 	void drain_post(unsigned lane);
 	void complete(unsigned lane);
+	/** Snapshots: ranges may be sent from a second registered region (data_path). */
+	void register_source(const void *addr, std::size_t size);
+	/** A relaxed flush of [offset, offset+length) whose bytes are taken from src. */
+	void flush_from(const void *src, std::size_t offset, std::size_t length, unsigned lane);
 	void read(void *buf, std::size_t offset, std::size_t length, unsigned lane);
 
 	unsigned nlanes() const;

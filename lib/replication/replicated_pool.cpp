@@ -19,6 +19,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <sys/mman.h>
 #include <thread>
 #include <unistd.h>
 
@@ -54,23 +55,81 @@ struct range {
 	std::size_t length;
 };
 
-/** Sorts and merges overlapping or touching ranges. */
-void coalesce(std::vector<range> &v)
+/**
+ * Asynchronous mode's snapshots: every persisted range is copied here when persist() returns,
+ * and the replicator sends the copy, never the live pool. A range the application rewrites
+ * meanwhile cannot reach a replica torn or ahead of the ranges persisted before it, so every
+ * replica holds a prefix of the master's persists (and no thread reads memory the application
+ * is writing). FIFO: space is allocated at head and freed oldest first.
+ */
+class staging_ring
 {
-	std::sort(v.begin(), v.end(),
-	          [](const range &a, const range &b) { return a.offset < b.offset; });
-	std::size_t out = 0;
-	for (std::size_t i = 0; i < v.size(); ++i) {
-		if (out && v[i].offset <= v[out - 1].offset + v[out - 1].length) {
-			auto end = std::max(v[out - 1].offset + v[out - 1].length,
-			                    v[i].offset + v[i].length);
-			v[out - 1].length = end - v[out - 1].offset;
-		} else {
-			v[out++] = v[i];
-		}
+public:
+	staging_ring() = default;
+	staging_ring(const staging_ring &) = delete;
+	staging_ring &operator=(const staging_ring &) = delete;
+	~staging_ring()
+	{
+		if (buf_)
+			::munmap(buf_, cap_);
 	}
-	v.resize(out);
-}
+
+	void init(std::size_t capacity)
+	{
+		const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+		cap_ = (capacity + page - 1) / page * page;
+		void *p = ::mmap(nullptr, cap_, PROT_READ | PROT_WRITE,
+		                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED)
+			throw rpmem::error(errno,
+			                   fmt::format("replicated_pool: cannot map {} bytes "
+			                               "for asynchronous replication: lower "
+			                               "options::max_lag_bytes",
+			                               cap_));
+		buf_ = static_cast<std::byte *>(p);
+	}
+	std::byte *base() const { return buf_; }
+	std::size_t capacity() const { return cap_; }
+	/** The largest range one snapshot may hold (larger persists are split). */
+	std::size_t max_chunk() const { return cap_ / 4; }
+
+	/** Space for len bytes: its position and how much of the ring it takes (a wrap charges
+	 * the skipped tail), or false when full. */
+	bool alloc(std::size_t len, std::size_t *pos, std::size_t *charge)
+	{
+		if (used_ == 0)
+			head_ = 0;
+		const std::size_t tail = (head_ + cap_ - used_) % cap_;
+		if (used_ == cap_)
+			return false;
+		if (used_ == 0 || head_ >= tail) {
+			if (len <= cap_ - head_) {
+				*pos = head_;
+				*charge = len;
+			} else if (len <= tail) {
+				*pos = 0;
+				*charge = cap_ - head_ + len;
+			} else {
+				return false;
+			}
+		} else if (len <= tail - head_) {
+			*pos = head_;
+			*charge = len;
+		} else {
+			return false;
+		}
+		head_ = (*pos + len) % cap_;
+		used_ += *charge;
+		return true;
+	}
+	void release(std::size_t charge) { used_ -= charge; }
+
+private:
+	std::byte *buf_ = nullptr;
+	std::size_t cap_ = 0;
+	std::size_t head_ = 0;
+	std::size_t used_ = 0;
+};
 
 } // namespace
 
@@ -81,6 +140,7 @@ struct remote_replica {
 	client::pool_options conn;
 	control::pool_attr attr; // what create() wrote / open() found: used to re-create
 	std::unique_ptr<client::remote_pool> rp;
+	const client::remote_pool *staged_on = nullptr; // rp that has the staging ring registered
 	bool lost = false;
 	std::string error;
 };
@@ -97,6 +157,7 @@ struct replicated_pool::impl {
 	options opts;
 	std::unique_ptr<local_replica> master;
 	std::vector<local_copy> locals;
+	staging_ring staging; // asynchronous mode; outlives the remote pools registered with it
 	std::vector<remote_replica> remotes;
 	std::mutex remote_mu;        // serializes every remote operation (lanes: one user)
 	mutable std::mutex state_mu; // lost / error fields, for replicas() and callbacks
@@ -106,6 +167,8 @@ struct replicated_pool::impl {
 	struct entry {
 		range r;
 		clock_type::time_point when;
+		std::size_t stage;  // where its snapshot is in `staging`
+		std::size_t charge; // ring bytes it holds
 	};
 	mutable std::mutex q_mu;
 	std::condition_variable work_cv; // the replicator has something to do
@@ -125,6 +188,7 @@ struct replicated_pool::impl {
 	void stop_async();
 	void replicate_loop();
 	void enqueue(range r);
+	void enqueue_chunk(range r, std::unique_lock<std::mutex> &lk);
 	void wait_barrier();
 	void rethrow_async_error();
 
@@ -696,6 +760,8 @@ void replicated_pool::drain()
 
 void replicated_pool::impl::start_async()
 {
+	// Room for max_lag_bytes of snapshots, and for a few chunks when the bound is tiny.
+	staging.init(std::max<std::size_t>(opts.max_lag_bytes, 4u << 20));
 	replicator = std::thread([this] { replicate_loop(); });
 }
 
@@ -717,16 +783,16 @@ void replicated_pool::impl::rethrow_async_error()
 		std::rethrow_exception(async_error);
 }
 
+/** Snapshots r into the staging ring (in chunks if it is large) and queues it; then holds the
+ * caller while the lag is over its bounds. */
 void replicated_pool::impl::enqueue(range r)
 {
 	std::unique_lock lk(q_mu);
 	rethrow_async_error();
+	const std::size_t chunk = staging.max_chunk();
+	for (std::size_t done = 0; done < r.length; done += chunk)
+		enqueue_chunk({r.offset + done, std::min(chunk, r.length - done)}, lk);
 	auto now = clock_type::now();
-	queue.push_back({r, now});
-	++enqueued;
-	lag_bytes += r.length;
-	if (queue.size() == 1 || in_flight == 0)
-		work_cv.notify_one();
 	// Bounded lag: wait while too many bytes, or too old ones, are not replicated yet.
 	while (!async_error && !queue.empty() &&
 	       (lag_bytes > opts.max_lag_bytes || now - queue.front().when > opts.max_lag_time)) {
@@ -736,9 +802,31 @@ void replicated_pool::impl::enqueue(range r)
 	rethrow_async_error();
 }
 
+void replicated_pool::impl::enqueue_chunk(range r, std::unique_lock<std::mutex> &lk)
+{
+	std::size_t pos = 0, charge = 0;
+	while (!staging.alloc(r.length, &pos, &charge)) {
+		// Full: the replicator frees the oldest snapshots as the replicas take them.
+		work_cv.notify_one();
+		done_cv.wait(lk);
+		rethrow_async_error();
+	}
+	// The caller just persisted the range and does not write it until persist returns.
+	std::memcpy(staging.base() + pos, master->base() + r.offset, r.length);
+	queue.push_back({r, clock_type::now(), pos, charge});
+	++enqueued;
+	lag_bytes += r.length;
+	if (queue.size() == 1 || in_flight == 0)
+		work_cv.notify_one();
+}
+
 void replicated_pool::impl::replicate_loop()
 {
-	std::vector<range> batch;
+	struct piece {
+		range r;
+		const std::byte *src;
+	};
+	std::vector<piece> batch;
 	for (;;) {
 		std::size_t n;
 		{
@@ -749,10 +837,22 @@ void replicated_pool::impl::replicate_loop()
 			n = queue.size();
 			in_flight = n;
 			batch.clear();
-			for (std::size_t i = 0; i < n; ++i)
-				batch.push_back(queue[i].r);
+			// In persist order (a replica holds a prefix of the persists); a range
+			// continuing the previous one, in the pool and in the ring, joins it.
+			for (std::size_t i = 0; i < n; ++i) {
+				const auto &e = queue[i];
+				const std::byte *src = staging.base() + e.stage;
+				if (!batch.empty()) {
+					auto &b = batch.back();
+					if (b.r.offset + b.r.length == e.r.offset &&
+					    b.src + b.r.length == src) {
+						b.r.length += e.r.length;
+						continue;
+					}
+				}
+				batch.push_back({e.r, src});
+			}
 		}
-		coalesce(batch);
 		std::exception_ptr err;
 		{
 			std::lock_guard g(remote_mu);
@@ -766,10 +866,15 @@ void replicated_pool::impl::replicate_loop()
 					remote_all(
 					    "asynchronous replication",
 					    [&](remote_replica &r) {
+						    if (r.staged_on != r.rp.get()) {
+							    r.rp->register_source(
+							        staging.base(), staging.capacity());
+							    r.staged_on = r.rp.get();
+						    }
 						    for (std::size_t k = from; k < to; ++k)
-							    r.rp->flush(batch[k].offset,
-							                batch[k].length, 0,
-							                client::flush_relaxed);
+							    r.rp->flush_from(batch[k].src,
+							                     batch[k].r.offset,
+							                     batch[k].r.length, 0);
 						    r.rp->drain_post(0);
 					    },
 					    [](remote_replica &r) { r.rp->complete(0); });
@@ -782,6 +887,7 @@ void replicated_pool::impl::replicate_loop()
 			std::lock_guard lk(q_mu);
 			for (std::size_t i = 0; i < n; ++i) {
 				lag_bytes -= queue.front().r.length;
+				staging.release(queue.front().charge);
 				queue.pop_front();
 			}
 			in_flight = 0;
@@ -887,6 +993,7 @@ void replicated_pool::resync(std::size_t index,
 		}
 		r.rp.reset();
 	}
+	r.staged_on = nullptr; // a new remote pool registers the staging ring again
 	unsigned lanes = 1;
 	try {
 		control::pool_attr a;
