@@ -20,8 +20,9 @@
 //
 // Fan-out: remote writes are posted to every replica and waited on together, so a persist
 // costs the slowest replica's latency, not the sum. Asynchronous mode: persist() returns once
-// the data is durable on the master and the local replicas; a background thread replicates
-// with a bounded lag; barrier() waits for everything persisted before it.
+// the data is durable on the master and the local replicas and copied aside; a background
+// thread replicates the copies in persist order with a bounded lag, so a replica always holds
+// a prefix of the master's persists; barrier() waits for everything persisted before it.
 //
 // Failures: by default a lost replica fails the call (rpmem::error) and every later one until
 // resync(); with failure_policy::degrade the pool keeps going on the remaining replicas,
@@ -80,7 +81,9 @@ public:
 		mode replication = mode::synchronous;
 		failure_policy on_failure = failure_policy::fail;
 		/** Asynchronous mode: persist blocks while more than this many bytes, or data older
-		 * than max_lag_time, wait for replication. */
+		 * than max_lag_time, wait for replication. persist() snapshots each range (the
+		 * replicas get what was persisted, in persist order, never later writes): the
+		 * snapshots take max_lag_bytes of memory, at least 4 MiB. */
 		std::size_t max_lag_bytes = 64u << 20;
 		std::chrono::milliseconds max_lag_time{1000};
 		/** How to reach every remote replica's rpmemd (defaults: the environment; with
