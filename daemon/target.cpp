@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <sstream>
 #include <sys/random.h>
@@ -107,6 +108,17 @@ unsigned cpu_count()
 	return n > 0 ? static_cast<unsigned>(n) : 1;
 }
 
+/** Threads of this process right now (the provider's own included), from /proc/self/task. */
+unsigned thread_count()
+{
+	std::error_code ec;
+	unsigned n = 0;
+	for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec);
+	     !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+		++n;
+	return n;
+}
+
 class fabric_target final : public target
 {
 public:
@@ -155,6 +167,17 @@ public:
 		eq_ = std::make_unique<fab::eq>(*domain_);
 		pep_ = std::make_unique<fab::passive_endpoint>(*domain_, fi);
 		pep_->bind(*eq_);
+		// Connection requests wait in the EQ until the accept thread starts.
+		pep_->listen();
+		if (!p.nthreads) {
+			// A thread budget of 2 x cores + 4 for the whole daemon: providers with
+			// their own progress threads (sockets starts several with the domain and
+			// the listener) leave fewer for workers, which then only wait on CQs.
+			const unsigned budget = 2 * cores + 4;
+			const unsigned used = thread_count() + 1; // + the accept thread
+			nworkers_ = std::clamp<unsigned>(budget > used ? budget - used : 1, 1,
+			                                 nworkers_);
+		}
 		pool_mr_ = std::make_unique<fab::memory_region>(
 		    *domain_, region_.base(), region_.size(), FI_REMOTE_READ | FI_REMOTE_WRITE);
 		for (unsigned w = 0; w < nworkers_; ++w)
@@ -173,7 +196,6 @@ public:
 		    static_cast<ssize_t>(params_.secret.size()))
 			throw rpmem::error(errno,
 			                   "getrandom failed: cannot make the session secret");
-		pep_->listen();
 
 		auto name = pep_->name();
 		params_.provider = g.provider;
