@@ -210,9 +210,9 @@ public:
 		params_.queue_depth = queue_depth_;
 		params_.method = p.method;
 		log_info("fabric target on {}:{}: {}; {} lanes, {} connections, queue depth {}, "
-		         "{} workers",
+		         "{} workers; {} threads before starting them",
 		         p.address, name.port, g.describe(), nlanes_, nendpoints_, queue_depth_,
-		         nworkers_);
+		         nworkers_, thread_count());
 
 		accept_thread_ = std::thread([this] { accept_loop(); });
 		for (unsigned w = 0; w < nworkers_; ++w)
@@ -313,8 +313,9 @@ private:
 				if (++nconnected_ == nendpoints_) {
 					all_connected_ = true;
 					last_activity_ = now_ns();
-					log_info("all {} fabric connections established",
-					         nendpoints_);
+					log_info("all {} fabric connections established; {} "
+					         "threads",
+					         nendpoints_, thread_count());
 				}
 			}
 			break;

@@ -262,14 +262,23 @@ TEST_CASE("1024 lanes keep rpmemd's threads and connections few", "[data][lanes]
 	pid_t pid = find_rpmemd(node.dir().string());
 	REQUIRE(pid > 0);
 	std::size_t threads = 0;
-	for ([[maybe_unused]] const auto &e :
-	     std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid)))
+	std::string names;
+	for (const auto &e : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid))) {
 		++threads;
+		auto comm = slurp(e.path() / "comm");
+		names += comm.substr(0, comm.find('\n')) + " ";
+	}
 	unsigned cores = std::thread::hardware_concurrency();
-	INFO("rpmemd threads: " << threads << ", sockets: " << count_tcp_connections(pid));
-	CHECK(threads <= 2 * cores + 4);
+	INFO("rpmemd threads: " << threads << " (" << names
+	                        << "), sockets: " << count_tcp_connections(pid));
+	// A sanitizer runtime adds a background thread of its own to every process.
+	const bool sanitized = std::getenv("RPMEM_TEST_DAEMON_ENV") != nullptr;
+	CHECK(threads <= 2 * cores + 4 + (sanitized ? 1 : 0));
 	CHECK(pool->fabric().nendpoints <= 16);
-	CHECK(count_tcp_connections(pid) <= 16 + 4); // fabric connections + listener + stdio
+	// With tcp one fabric connection is one TCP socket; sockets opens several per endpoint
+	// (connection manager, listener, data), so there only the endpoint count above applies.
+	if (provider == "tcp")
+		CHECK(count_tcp_connections(pid) <= 16 + 4); // connections + listener + stdio
 	pool->close();
 	auto file = slurp(node.part("pool.set"));
 	for (unsigned l = 0; l < 1024; ++l)
