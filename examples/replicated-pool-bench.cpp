@@ -38,9 +38,11 @@ int main(int argc, char *argv[])
 		lat.reserve(ops);
 		std::size_t slot = 0;
 		using clk = std::chrono::steady_clock;
-		// Warm up: touch the pages once.
-		for (std::size_t i = 0; i < std::min<std::size_t>(ops, 100); ++i)
-			p.persist(data.subspan((i % slots) * bytes, bytes));
+		// Warm up: every page of the pool once, on the master and on every replica (a
+		// replica's first touch of a page costs more than the round trip).
+		for (std::size_t off = 0; off < data.size(); off += 1u << 20)
+			p.persist(
+			    data.subspan(off, std::min<std::size_t>(1u << 20, data.size() - off)));
 		p.barrier();
 		auto start = clk::now();
 		for (std::size_t i = 0; i < ops; ++i) {

@@ -749,6 +749,21 @@ void data_path::flush(std::uint64_t offset, std::uint64_t length, unsigned lane)
 	lane_counters::bump(l.counters.bytes_persisted, length);
 }
 
+std::size_t data_path::batch_cost(std::uint64_t length) const
+{
+	return travels_inline(length) ? ln::entry_size(length, true) : ln::entry_header_size;
+}
+
+std::size_t data_path::batch_capacity() const
+{
+	return impl_->fabric.inline_max;
+}
+
+bool data_path::travels_inline(std::uint64_t length) const
+{
+	return length <= impl_->inline_max;
+}
+
 void data_path::register_source(const void *addr, std::size_t size)
 {
 	auto &d = *impl_;

@@ -65,6 +65,13 @@ public:
 	 * registered source region; they must stay unchanged until the next drain completes. */
 	void flush_from(const void *src, std::uint64_t offset, std::uint64_t length, unsigned lane);
 
+	/** Payload bytes a range of `length` takes in a lane's request (its data travels
+	 * inline when it is small), and the payload one request holds: ranges whose costs sum
+	 * to at most batch_capacity() go out as one request at the drain. */
+	std::size_t batch_cost(std::uint64_t length) const;
+	std::size_t batch_capacity() const;
+	bool travels_inline(std::uint64_t length) const;
+
 	// Split phase, for fanning out to several replicas from one thread: post the request, do
 	// other work (post to other replicas), then complete(lane). Any other call on the lane
 	// completes a posted request first.

@@ -79,6 +79,8 @@ public:
 	void persist_post(std::size_t offset, std::size_t length, unsigned lane);
 	void drain_post(unsigned lane);
 	void complete(unsigned lane);
+	/** How ranges fill one lane request (see data_path::batch_cost). */
+	const data_path &lanes() const { return *data_; }
 	/** Snapshots: ranges may be sent from a second registered region (data_path). */
 	void register_source(const void *addr, std::size_t size);
 	/** A relaxed flush of [offset, offset+length) whose bytes are taken from src. */
