@@ -37,6 +37,7 @@ struct options {
 	std::string librpmem_dir;    // where librpmem.so.1 is; empty: <exe dir>/../lib
 	std::string floor_cmd;       // empty: RPMEM_CMD's rpmemd path with rpmemd -> rpmem-floor
 	unsigned lanes_check = 1024; // lanes requested by the "lanes" scenario
+	std::vector<std::string> fanout_sets; // pool sets of the "fanout" scenario's replicas
 	bool csv = false;
 	std::string plot;
 };

@@ -204,11 +204,15 @@ struct floor_link::impl {
 		}
 	}
 
-	void message(std::size_t payload)
+	void message_post(std::size_t payload)
 	{
 		++pending_replies;
 		std::size_t len = rpmem::lane::request_header_size + payload;
 		post([&] { return ep->send(msg.data(), len, msg_mr->desc(), &send_ctx); });
+	}
+	void message(std::size_t payload)
+	{
+		message_post(payload);
 		wait(pending_replies);
 	}
 };
@@ -347,6 +351,16 @@ double floor_link::send_reply(std::size_t size)
 	auto start = clock_type::now();
 	d.message(std::min(size, msg_max_));
 	return us_since(start);
+}
+
+void floor_link::message_post(std::size_t size)
+{
+	impl_->message_post(std::min(size, msg_max_));
+}
+
+void floor_link::message_wait()
+{
+	impl_->wait(impl_->pending_replies);
 }
 
 double floor_link::stream(std::size_t size, unsigned window, double seconds)

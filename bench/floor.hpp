@@ -35,6 +35,9 @@ public:
 	double write_msg_reply(std::size_t size);
 	double write_read(std::size_t size);
 	double send_reply(std::size_t size);
+	/** send_reply in two halves, to keep several links busy at once (fan-out floor). */
+	void message_post(std::size_t size);
+	void message_wait();
 	/** MiB/s of writes of `size` bytes with `window` in flight for `seconds`, ended by a
 	 *  message round trip (so every byte has arrived). */
 	double stream(std::size_t size, unsigned window, double seconds);

@@ -69,6 +69,8 @@ void run(const options &o, std::vector<row> &rows)
 			sc.startup(rows);
 		if (wanted(o, "lanes"))
 			sc.lanes(rows);
+		if (wanted(o, "fanout") && !o.fanout_sets.empty())
+			sc.fanout(rows);
 	}
 }
 
@@ -90,10 +92,11 @@ int main(int argc, char **argv)
 	               "--pool-size)")
 	    ->required();
 	app.add_option("-s,--scenario", o.scenarios,
-	               "latency, flush, throughput, pmemobj, open, lanes or all (comma list)")
+	               "latency, flush, throughput, pmemobj, open, lanes, fanout or all (comma "
+	               "list)")
 	    ->delimiter(',')
 	    ->check(CLI::IsMember(
-	        {"latency", "flush", "throughput", "pmemobj", "open", "lanes", "all"}));
+	        {"latency", "flush", "throughput", "pmemobj", "open", "lanes", "fanout", "all"}));
 	app.add_option("-p,--provider", o.providers,
 	               "libfabric providers to run (comma list; default RPMEM_PROVIDER or tcp)")
 	    ->delimiter(',');
@@ -131,6 +134,10 @@ int main(int argc, char **argv)
 	    "--floor-cmd", o.floor_cmd,
 	    "command starting rpmem-floor on the replica node (default: from RPMEM_CMD)");
 	app.add_option("--lanes-check", o.lanes_check, "lanes requested by the lanes scenario");
+	app.add_option("--fanout-sets", o.fanout_sets,
+	               "pool sets on the replica node for the fanout scenario, one per replica "
+	               "(each 72M or more; comma list)")
+	    ->delimiter(',');
 	app.add_flag("--csv", o.csv, "CSV instead of a table");
 	app.add_option("--plot", o.plot,
 	               "write latency and throughput plots to this PNG (and one per provider)");
@@ -138,6 +145,13 @@ int main(int argc, char **argv)
 	app.add_option("--plot-from", plot_from,
 	               "only plot the rows of an earlier --csv output (with --plot)");
 	CLI11_PARSE(app, argc, argv);
+	if (std::find(o.scenarios.begin(), o.scenarios.end(), "fanout") != o.scenarios.end() &&
+	    o.fanout_sets.empty()) {
+		fmt::print(stderr,
+		           "rpmem-bench: the fanout scenario needs --fanout-sets SET1,SET2,... "
+		           "(pool sets on the replica node, one per replica)\n");
+		return 2;
+	}
 	try {
 		for (const auto &s : sizes)
 			o.sizes.push_back(parse_size(s));

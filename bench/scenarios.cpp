@@ -497,6 +497,83 @@ void scenarios::startup(std::vector<row> &out)
 	add("open.fabric-connect", o_fab, "floor:start.fabric-connect", fc);
 }
 
+void scenarios::fanout(std::vector<row> &out)
+{
+	constexpr std::size_t size = 4096;
+	const std::size_t region = std::min<std::size_t>(o_.pool_size, 64 << 20);
+	auto po = pool_opts("gpspm");
+	std::vector<std::unique_ptr<remote_pool>> pools;
+	std::vector<std::unique_ptr<floor_link>> floors;
+	for (const auto &set : o_.fanout_sets) {
+		try {
+			remote_pool::remove(o_.target, set, client::remove_force, po);
+		} catch (const rpmem::error &) {
+			// Nothing to remove: the usual case.
+		}
+		unsigned nlanes = 1;
+		auto attr = bench_attr();
+		pools.push_back(
+		    remote_pool::create(o_.target, set, mem_, region, &nlanes, &attr, po));
+		// Warm the pages the persists below touch.
+		pools.back()->persist(client::header_size, 64 * size, 0, 0);
+		floors.push_back(std::make_unique<floor_link>(o_, provider_, 1 << 20, size));
+	}
+	double ours1 = 0, floor1 = 0;
+	for (std::size_t n = 1; n <= pools.size(); ++n) {
+		std::vector<double> ours, fl;
+		std::size_t i = 0;
+		alternate(
+		    o_, o_.iterations,
+		    [&](bool keep) {
+			    auto off = client::header_size + (i++ % 64) * size;
+			    auto t = clock_type::now();
+			    for (std::size_t k = 0; k < n; ++k)
+				    pools[k]->persist_post(off, size, 0);
+			    for (std::size_t k = 0; k < n; ++k)
+				    pools[k]->complete(0);
+			    if (keep)
+				    ours.push_back(us_since(t));
+		    },
+		    [&](bool keep) {
+			    auto t = clock_type::now();
+			    for (std::size_t k = 0; k < n; ++k)
+				    floors[k]->message_post(size);
+			    for (std::size_t k = 0; k < n; ++k)
+				    floors[k]->message_wait();
+			    if (keep)
+				    fl.push_back(us_since(t));
+		    });
+		auto so = summarize(ours), sf = summarize(fl);
+		if (n == 1) {
+			ours1 = so.median;
+			floor1 = sf.median;
+		}
+		out.push_back(floor_row(provider_, fmt::format("floor:send+reply x{}", n),
+		                        fmt::format("{} peers", n), size, sf));
+		row r = base("gpspm", "fanout", fmt::format("{} replicas", n));
+		r.size = size;
+		r.median_us = so.median;
+		r.p99_us = so.p99;
+		r.floor = fmt::format("floor:send+reply x{}", n);
+		r.floor_value = sf.median;
+		r.ratio = sf.median > 0 ? so.median / sf.median : 0;
+		out.push_back(r);
+		if (n > 1) {
+			row v = base("gpspm", "fanout-vs-1", fmt::format("{} replicas", n));
+			v.size = size;
+			v.median_us = so.median;
+			v.floor = "fanout 1 replica";
+			v.floor_value = ours1;
+			v.ratio = ours1 > 0 ? so.median / ours1 : 0;
+			v.note = fmt::format("the floor: {} peers at once cost {:.2f} x one", n,
+			                     floor1 > 0 ? sf.median / floor1 : 0);
+			out.push_back(v);
+		}
+	}
+	for (auto &p : pools)
+		p->close();
+}
+
 void scenarios::lanes(std::vector<row> &out)
 {
 	auto pool = connect(o_.lanes_check);

@@ -40,6 +40,10 @@ public:
 	void startup(std::vector<row> &out);
 	/** o.lanes_check lanes requested: lanes granted, connections, rpmemd threads. */
 	void lanes(std::vector<row> &out);
+	/** One 4 KiB persist posted to N pools (o.fanout_sets, one rpmemd each) and waited on
+	 * together, as replicated_pool fans out, for N = 1 ... sets; floor: a 4 KiB message to
+	 * N rpmem-floor peers, replies waited on together. */
+	void fanout(std::vector<row> &out);
 
 private:
 	std::unique_ptr<client::remote_pool> connect(unsigned nlanes,

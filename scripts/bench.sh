@@ -28,6 +28,9 @@ trap cleanup EXIT
 printf 'PMEMPOOLSET\n%s %s/bench.part\n' "${POOL_SIZE:-300M}" "$replica" > "$replica/bench.set"
 # The replica of the libpmemobj scenario (its local pool is 64M by default).
 printf 'PMEMPOOLSET\n80M %s/obj.part\n' "$replica" > "$replica/obj.set"
+# The replicas of the fan-out scenario: one pool set (and one rpmemd) each.
+for i in 1 2 3; do printf 'PMEMPOOLSET\n72M %s/fan%s.part\n' "$replica" "$i" > "$replica/fan$i.set"; done
 eval "$(scripts/private-sshd.sh start "$work/sshd")"
 export RPMEM_CMD="PMEM_IS_PMEM_FORCE=1 ${RPMEMD_ENV:-} $build/bin/rpmemd --poolset-dir=$replica --log-file=$work/rpmemd.log${RPMEMD_LOG:+ --log-level=notice} ${RPMEMD_ARGS:-}"
-"$build/bin/rpmem-bench" "$RPMEM_DEMO_TARGET" bench.set --pmemobj-remote-set obj.set "$@"
+"$build/bin/rpmem-bench" "$RPMEM_DEMO_TARGET" bench.set --pmemobj-remote-set obj.set \
+  --fanout-sets fan1.set,fan2.set,fan3.set "$@"

@@ -73,6 +73,8 @@ public:
 	{
 		node_.write_poolset("bench.set", {"24M"});
 		node_.write_poolset("obj.set", {"16M"});
+		node_.write_poolset("fan1.set", {"24M"});
+		node_.write_poolset("fan2.set", {"24M"});
 	}
 
 	bench_run run(const std::string &args)
@@ -141,7 +143,7 @@ TEST_CASE("rpmem-bench runs every scenario once beside its floor (tcp)", "[bench
 	                           "--flush-counts 4 --threads 2 --tp-sizes 64K -n 6 --rounds 2 "
 	                           "-t 0.05 --window 4 --open-reps 1 --pmemobj-remote-set obj.set "
 	                           "--pmemobj-size 16M --pmemobj-ops 20 --pmemobj-dir {} "
-	                           "--lanes-check 64{}",
+	                           "--lanes-check 64 --fanout-sets fan1.set,fan2.set{}",
 	                           s.node().dir().string(), plot));
 	INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
 	REQUIRE(r.status == 0);
@@ -159,6 +161,10 @@ TEST_CASE("rpmem-bench runs every scenario once beside its floor (tcp)", "[bench
 	CHECK(count(rows, "create") == 1);
 	CHECK(count(rows, "open.fabric-connect") == 1);
 	CHECK(count(rows, "lanes") == 1);
+	CHECK(count(rows, "fanout", "1 replicas") == 1);
+	CHECK(count(rows, "fanout", "2 replicas") == 1);
+	CHECK(count(rows, "floor:send+reply x2", "2 peers") == 1);
+	CHECK(count(rows, "fanout-vs-1", "2 replicas") == 1);
 	for (const auto &row : rows)
 		if (row["scenario"] == "persist")
 			CHECK((row["method"] == "gpspm" || row["method"] == "apm"));
