@@ -2,9 +2,11 @@
 // The data path of one remote pool: lanes multiplexed over a few fabric connections.
 //
 // A lane is an ordering domain, not a connection: lane l travels on connection l % E. Each lane
-// has one message slot (one request in flight); a connection carries up to `queue_depth`
-// requests at once (credits). Completions are reaped by whichever waiting thread holds the
-// connection's completion queue (leader/follower): a single thread never hands off to another.
+// has one message slot for its batch; a large persist may add up to pipeline - 1 chunk requests
+// in flight before it (when rpmemd's queue depth leaves room per lane); a connection carries up
+// to `queue_depth` requests at once (credits). Completions are reaped by whichever waiting thread
+// holds the connection's completion queue (leader/follower): a single thread never hands off to
+// another.
 #pragma once
 
 #include "control/messages.hpp"
