@@ -9,7 +9,7 @@ names=$(echo "$defined" | sed 's/@@LIBRPMEM_1.0$//' | tr '\n' ' ' | sed 's/ $//'
 if [ "$names" != "$expected" ]; then
   echo "FAIL: exported symbols differ"; echo "expected: $expected"; echo "got:      $names"; exit 1
 fi
-if echo "$defined" | grep -qv '@@LIBRPMEM_1.0$'; then
+if grep -qv '@@LIBRPMEM_1.0$' <<<"$defined"; then
   echo "FAIL: a symbol is not in version node LIBRPMEM_1.0:"; echo "$defined" | grep -v '@@LIBRPMEM_1.0$'; exit 1
 fi
 soname=$(readelf -d "$lib" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')

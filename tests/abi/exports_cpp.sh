@@ -36,7 +36,7 @@ for want in \
 	'rpmem::replicated_pool::persist(' 'rpmem::replicated_pool::barrier()' \
 	'rpmem::replicated_pool::resync(' 'rpmem::replicated_pool::~replicated_pool()' \
 	'typeinfo for rpmem::error' 'vtable for rpmem::error'; do
-	if ! echo "$exported" | grep -qF -- "$want"; then
+	if ! grep -qF -- "$want" <<<"$exported"; then
 		echo "FAIL: $lib does not export $want"
 		missing=1
 	fi

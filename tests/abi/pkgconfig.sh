@@ -23,7 +23,7 @@ eval "$("$src/scripts/private-sshd.sh" start "$work/sshd")"
 export RPMEM_CMD="$work/prefix/bin/rpmemd --poolset-dir=$work/replica --log-file=$work/rpmemd.log"
 out=$(LD_LIBRARY_PATH=$libdir "$work/01-c-abi" "$RPMEM_DEMO_TARGET" c.set)
 echo "$out"
-echo "$out" | grep -q 'read back from the replica: "Hello, remote persistent memory!"'
-echo "$out" | grep -q 'closed and removed: OK'
+grep -q 'read back from the replica: "Hello, remote persistent memory!"' <<<"$out"
+grep -q 'closed and removed: OK' <<<"$out"
 [ ! -e "$work/replica/parts/c.part" ] || { echo "FAIL: the pool was not removed"; exit 1; }
 echo "OK: pkg-config build of 01-c-abi ran create, persist, read, close, remove"
