@@ -27,8 +27,8 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "%s\n", msg);
 		return 1;
 	}
-	char *pool = mmap(NULL, POOL_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			  -1, 0);
+	char *pool =
+	    mmap(NULL, POOL_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (pool == MAP_FAILED)
 		return 1;
 

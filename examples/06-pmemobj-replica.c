@@ -55,7 +55,7 @@ static void *writer(void *arg)
 			rec->index = i;
 			rec->check = checksum(t, i);
 			snprintf(rec->text, sizeof(rec->text), "thread %lu record %lu",
-				 (unsigned long)t, (unsigned long)i);
+			         (unsigned long)t, (unsigned long)i);
 			pmemobj_tx_add_range_direct(&r->lists[t][i], sizeof(PMEMoid));
 			r->lists[t][i] = oid;
 			pmemobj_tx_add_range_direct(&r->committed[t], sizeof(uint64_t));

@@ -30,13 +30,13 @@ typedef struct rpmem_pool RPMEMpool;
 
 /* Attributes stored in the remote pool's header (104 bytes, no padding). */
 struct rpmem_pool_attr {
-	char signature[RPMEM_POOL_HDR_SIG_LEN];	     /* pool signature */
-	uint32_t major;				     /* format major version number */
-	uint32_t compat_features;		     /* mask: compatible "may" features */
-	uint32_t incompat_features;		     /* mask: "must support" features */
-	uint32_t ro_compat_features;		     /* mask: force RO if unsupported */
+	char signature[RPMEM_POOL_HDR_SIG_LEN];              /* pool signature */
+	uint32_t major;                                      /* format major version number */
+	uint32_t compat_features;                            /* mask: compatible "may" features */
+	uint32_t incompat_features;                          /* mask: "must support" features */
+	uint32_t ro_compat_features;                         /* mask: force RO if unsupported */
 	unsigned char poolset_uuid[RPMEM_POOL_HDR_UUID_LEN]; /* pool uuid */
-	unsigned char uuid[RPMEM_POOL_HDR_UUID_LEN];	     /* first part uuid */
+	unsigned char uuid[RPMEM_POOL_HDR_UUID_LEN];         /* first part uuid */
 	unsigned char next_uuid[RPMEM_POOL_HDR_UUID_LEN];    /* next pool uuid */
 	unsigned char prev_uuid[RPMEM_POOL_HDR_UUID_LEN];    /* prev pool uuid */
 	unsigned char user_flags[RPMEM_POOL_USER_FLAGS_LEN]; /* user flags */
@@ -48,12 +48,12 @@ struct rpmem_pool_attr {
  * create_attr NULL or all zeros: a pool without headers (remote pool set: OPTION NOHDRS).
  */
 RPMEMpool *rpmem_create(const char *target, const char *pool_set_name, void *pool_addr,
-			size_t pool_size, unsigned *nlanes,
-			const struct rpmem_pool_attr *create_attr);
+                        size_t pool_size, unsigned *nlanes,
+                        const struct rpmem_pool_attr *create_attr);
 
 /* Opens an existing remote pool set; *open_attr (if not NULL) receives its attributes. */
 RPMEMpool *rpmem_open(const char *target, const char *pool_set_name, void *pool_addr,
-		      size_t pool_size, unsigned *nlanes, struct rpmem_pool_attr *open_attr);
+                      size_t pool_size, unsigned *nlanes, struct rpmem_pool_attr *open_attr);
 
 /* Overwrites the remote pool's attributes. */
 int rpmem_set_attr(RPMEMpool *rpp, const struct rpmem_pool_attr *attr);

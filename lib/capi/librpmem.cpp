@@ -20,7 +20,8 @@ struct rpmem_pool {
 	std::unique_ptr<rpmem::client::remote_pool> pool;
 };
 
-namespace {
+namespace
+{
 
 using rpmem::client::remote_pool;
 namespace ctl = rpmem::control;
@@ -83,8 +84,8 @@ void from_attr(const ctl::pool_attr &r, rpmem_pool_attr &a)
 }
 
 RPMEMpool *start(bool create, const char *target, const char *pool_set_name, void *pool_addr,
-		 size_t pool_size, unsigned *nlanes, const rpmem_pool_attr *in,
-		 rpmem_pool_attr *out)
+                 size_t pool_size, unsigned *nlanes, const rpmem_pool_attr *in,
+                 rpmem_pool_attr *out)
 {
 	const char *what = create ? "rpmem_create" : "rpmem_open";
 	if (!target || !pool_set_name) {
@@ -98,17 +99,17 @@ RPMEMpool *start(bool create, const char *target, const char *pool_set_name, voi
 			ctl::pool_attr attr;
 			if (in)
 				attr = to_attr(*in);
-			handle->pool = remote_pool::create(target, pool_set_name, pool_addr, pool_size,
-							   nlanes, in ? &attr : nullptr);
+			handle->pool = remote_pool::create(target, pool_set_name, pool_addr,
+			                                   pool_size, nlanes, in ? &attr : nullptr);
 		} else {
 			ctl::pool_attr attr;
-			handle->pool = remote_pool::open(target, pool_set_name, pool_addr, pool_size,
-							 nlanes, out ? &attr : nullptr);
+			handle->pool = remote_pool::open(target, pool_set_name, pool_addr,
+			                                 pool_size, nlanes, out ? &attr : nullptr);
 			if (out)
 				from_attr(attr, *out);
 		}
 		rpmem::client::log(3, "{} {}:{} size {} lanes {}", what, target, pool_set_name,
-				   pool_size, *nlanes);
+		                   pool_size, *nlanes);
 		result = handle.release();
 		return 0;
 	});
@@ -129,22 +130,22 @@ extern "C" {
 
 __attribute__((visibility("default"))) RPMEMpool *
 rpmem_create(const char *target, const char *pool_set_name, void *pool_addr, size_t pool_size,
-	     unsigned *nlanes, const struct rpmem_pool_attr *create_attr)
+             unsigned *nlanes, const struct rpmem_pool_attr *create_attr)
 {
 	return start(true, target, pool_set_name, pool_addr, pool_size, nlanes, create_attr,
-		     nullptr);
+	             nullptr);
 }
 
 __attribute__((visibility("default"))) RPMEMpool *
 rpmem_open(const char *target, const char *pool_set_name, void *pool_addr, size_t pool_size,
-	   unsigned *nlanes, struct rpmem_pool_attr *open_attr)
+           unsigned *nlanes, struct rpmem_pool_attr *open_attr)
 {
 	return start(false, target, pool_set_name, pool_addr, pool_size, nlanes, nullptr,
-		     open_attr);
+	             open_attr);
 }
 
 __attribute__((visibility("default"))) int rpmem_set_attr(RPMEMpool *rpp,
-							  const struct rpmem_pool_attr *attr)
+                                                          const struct rpmem_pool_attr *attr)
 {
 	if (!check_handle(rpp, "rpmem_set_attr"))
 		return -1;
@@ -171,9 +172,8 @@ __attribute__((visibility("default"))) int rpmem_close(RPMEMpool *rpp)
 	return ret;
 }
 
-__attribute__((visibility("default"))) int rpmem_flush(RPMEMpool *rpp, size_t offset,
-						       size_t length, unsigned lane,
-						       unsigned flags)
+__attribute__((visibility("default"))) int rpmem_flush(RPMEMpool *rpp, size_t offset, size_t length,
+                                                       unsigned lane, unsigned flags)
 {
 	if (!check_handle(rpp, "rpmem_flush"))
 		return -1;
@@ -184,7 +184,7 @@ __attribute__((visibility("default"))) int rpmem_flush(RPMEMpool *rpp, size_t of
 }
 
 __attribute__((visibility("default"))) int rpmem_drain(RPMEMpool *rpp, unsigned lane,
-						       unsigned flags)
+                                                       unsigned flags)
 {
 	if (!check_handle(rpp, "rpmem_drain"))
 		return -1;
@@ -194,9 +194,8 @@ __attribute__((visibility("default"))) int rpmem_drain(RPMEMpool *rpp, unsigned 
 	});
 }
 
-__attribute__((visibility("default"))) int rpmem_persist(RPMEMpool *rpp, size_t offset,
-							 size_t length, unsigned lane,
-							 unsigned flags)
+__attribute__((visibility("default"))) int
+rpmem_persist(RPMEMpool *rpp, size_t offset, size_t length, unsigned lane, unsigned flags)
 {
 	if (!check_handle(rpp, "rpmem_persist"))
 		return -1;
@@ -207,7 +206,7 @@ __attribute__((visibility("default"))) int rpmem_persist(RPMEMpool *rpp, size_t 
 }
 
 __attribute__((visibility("default"))) int rpmem_deep_persist(RPMEMpool *rpp, size_t offset,
-							      size_t length, unsigned lane)
+                                                              size_t length, unsigned lane)
 {
 	if (!check_handle(rpp, "rpmem_deep_persist"))
 		return -1;
@@ -218,7 +217,7 @@ __attribute__((visibility("default"))) int rpmem_deep_persist(RPMEMpool *rpp, si
 }
 
 __attribute__((visibility("default"))) int rpmem_read(RPMEMpool *rpp, void *buff, size_t offset,
-						      size_t length, unsigned lane)
+                                                      size_t length, unsigned lane)
 {
 	if (!check_handle(rpp, "rpmem_read"))
 		return -1;
@@ -229,7 +228,7 @@ __attribute__((visibility("default"))) int rpmem_read(RPMEMpool *rpp, void *buff
 }
 
 __attribute__((visibility("default"))) int rpmem_remove(const char *target, const char *pool_set,
-							int flags)
+                                                        int flags)
 {
 	if (!target || !pool_set)
 		return fail(EINVAL, "rpmem_remove: target and pool set name must not be NULL");
@@ -240,18 +239,18 @@ __attribute__((visibility("default"))) int rpmem_remove(const char *target, cons
 }
 
 __attribute__((visibility("default"))) const char *rpmem_check_version(unsigned major_required,
-								       unsigned minor_required)
+                                                                       unsigned minor_required)
 {
 	if (major_required != RPMEM_MAJOR_VERSION) {
 		last_error = "librpmem major version mismatch (need " +
-			     std::to_string(major_required) + ", found " +
-			     std::to_string(RPMEM_MAJOR_VERSION) + ")";
+		             std::to_string(major_required) + ", found " +
+		             std::to_string(RPMEM_MAJOR_VERSION) + ")";
 		return last_error.c_str();
 	}
 	if (minor_required > RPMEM_MINOR_VERSION) {
 		last_error = "librpmem minor version mismatch (need " +
-			     std::to_string(minor_required) + ", found " +
-			     std::to_string(RPMEM_MINOR_VERSION) + ")";
+		             std::to_string(minor_required) + ", found " +
+		             std::to_string(RPMEM_MINOR_VERSION) + ")";
 		return last_error.c_str();
 	}
 	return nullptr;

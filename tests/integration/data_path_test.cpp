@@ -263,7 +263,8 @@ TEST_CASE("1024 lanes keep rpmemd's threads and connections few", "[data][lanes]
 	REQUIRE(pid > 0);
 	std::size_t threads = 0;
 	std::string names;
-	for (const auto &e : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid))) {
+	for (const auto &e :
+	     std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid))) {
 		++threads;
 		auto comm = slurp(e.path() / "comm");
 		names += comm.substr(0, comm.find('\n')) + " ";

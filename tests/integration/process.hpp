@@ -7,10 +7,11 @@
 #include <string>
 #include <sys/wait.h>
 
-namespace rpmem::test {
+namespace rpmem::test
+{
 
 struct process_result {
-	int status = -1; // exit status, or -1 when it did not exit normally
+	int status = -1;    // exit status, or -1 when it did not exit normally
 	std::string output; // stdout and stderr together
 };
 

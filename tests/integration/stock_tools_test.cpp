@@ -6,19 +6,21 @@
 
 using namespace rpmem::test;
 
-namespace {
+namespace
+{
 
 /** A local pool set with one remote replica, and the environment stock programs need. */
-class replicated_setup {
+class replicated_setup
+{
 public:
 	explicit replicated_setup(sshd &server) : server_(server), node_(server)
 	{
 		local_ = make_temp_dir("/tmp", "rpmem-local-");
 		node_.write_poolset("remote.set", {"80M"});
 		poolset_ = local_ / "pool.set";
-		std::ofstream(poolset_) << fmt::format("PMEMPOOLSET\n64M {}\nREPLICA {} remote.set\n",
-						       (local_ / "local.part").string(),
-						       server_.target().str());
+		std::ofstream(poolset_)
+		    << fmt::format("PMEMPOOLSET\n64M {}\nREPLICA {} remote.set\n",
+		                   (local_ / "local.part").string(), server_.target().str());
 	}
 	~replicated_setup()
 	{
@@ -31,11 +33,12 @@ public:
 	std::string env(bool with_ssh_wrapper = false) const
 	{
 		auto o = server_.client_options();
-		std::string e = fmt::format("LD_LIBRARY_PATH={}/lib RPMEM_CMD='{}' RPMEM_SSH_CONFIG={} "
-					    "RPMEM_SSH_KNOWN_HOSTS={} RPMEM_SSH_IDENTITY={} "
-					    "RPMEM_LOG_LEVEL=1",
-					    RPMEM_BINARY_DIR, node_.command(), o.config_file,
-					    o.known_hosts_file, o.identity_files.at(0));
+		std::string e =
+		    fmt::format("LD_LIBRARY_PATH={}/lib RPMEM_CMD='{}' RPMEM_SSH_CONFIG={} "
+		                "RPMEM_SSH_KNOWN_HOSTS={} RPMEM_SSH_IDENTITY={} "
+		                "RPMEM_LOG_LEVEL=1",
+		                RPMEM_BINARY_DIR, node_.command(), o.config_file,
+		                o.known_hosts_file, o.identity_files.at(0));
 		if (with_ssh_wrapper)
 			e += " RPMEM_SSH=" + server_.ssh_wrapper();
 		return e;
@@ -44,7 +47,7 @@ public:
 	std::string example(const std::string &args) const
 	{
 		return fmt::format("{}/bin/06-pmemobj-replica {} {}", RPMEM_BINARY_DIR, args,
-				   poolset_.string());
+		                   poolset_.string());
 	}
 
 	const fs::path &poolset() const { return poolset_; }
@@ -89,7 +92,7 @@ TEST_CASE("pmempool create, info on the replica host, sync and rm", "[stock][pme
 	sshd server;
 	replicated_setup s(server);
 	require_ok(run("pmempool create --layout=rpmem obj " + s.poolset().string(), s.env()),
-		   "pmempool create obj");
+	           "pmempool create obj");
 	auto info = run("pmempool info " + s.remote_part().string());
 	require_ok(info, "pmempool info on the replica part");
 	CHECK(info.output.find("PMEMOBJ") != std::string::npos);
@@ -99,28 +102,29 @@ TEST_CASE("pmempool create, info on the replica host, sync and rm", "[stock][pme
 	SECTION("sync re-creates a damaged remote replica from the master")
 	{
 		{
-			std::fstream f(s.remote_part(), std::ios::in | std::ios::out | std::ios::binary);
+			std::fstream f(s.remote_part(),
+			               std::ios::in | std::ios::out | std::ios::binary);
 			f.seekp(100);
 			f.write("garbage", 7);
 		}
 		CHECK(run("pmempool info " + s.remote_part().string()).status != 0);
 		require_ok(run("pmempool sync " + s.poolset().string(), s.env(true)),
-			   "pmempool sync (remote replica damaged)");
+		           "pmempool sync (remote replica damaged)");
 		require_ok(run("pmempool info " + s.remote_part().string()),
-			   "pmempool info after sync");
+		           "pmempool info after sync");
 	}
 	SECTION("sync re-creates a lost remote replica")
 	{
 		fs::remove(s.remote_part());
 		require_ok(run("pmempool sync " + s.poolset().string(), s.env(true)),
-			   "pmempool sync (remote replica lost)");
+		           "pmempool sync (remote replica lost)");
 		CHECK(fs::exists(s.remote_part()));
 	}
 	SECTION("sync rebuilds a lost master from the remote replica")
 	{
 		fs::remove(s.local_part());
 		require_ok(run("pmempool sync " + s.poolset().string(), s.env(true)),
-			   "pmempool sync (master lost)");
+		           "pmempool sync (master lost)");
 		CHECK(fs::exists(s.local_part()));
 		require_ok(run("pmempool info " + s.local_part().string()), "pmempool info master");
 	}
