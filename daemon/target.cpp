@@ -126,7 +126,11 @@ public:
 	{
 		nlanes_ = std::clamp<std::uint32_t>(p.nlanes, 1, max_lanes);
 		std::uint32_t cores = cpu_count();
-		nendpoints_ = std::min({nlanes_, max_endpoints, std::max<std::uint32_t>(cores, 2)});
+		// Two connections per core: lanes that share a connection share its completion
+		// queue, and a waiter then often needs a second wake-up (the thread that reaped its
+		// response hands it over). Measured on 2 cores, tcp: 4 threads on 4 lanes gained
+		// 17 % at 64 KiB and 35 % at 4 KiB with 4 connections instead of 2.
+		nendpoints_ = std::min({nlanes_, max_endpoints, 2 * cores});
 		nworkers_ = p.nthreads ? std::min<unsigned>(p.nthreads, nendpoints_)
 		                       : std::min<unsigned>(nendpoints_, cores);
 
