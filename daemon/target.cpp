@@ -152,16 +152,8 @@ public:
 		queue_depth_ = per_conn * pipeline_depth <= max_queue_depth
 		                   ? per_conn * pipeline_depth
 		                   : std::min(per_conn, max_queue_depth);
-		// A quarter of the provider's receive queue stays free, here and at the client
-		// (which posts as many receives for responses): a receive is re-posted as soon as
-		// its completion is read, which can be before the provider has recycled the
-		// entry behind it. libfabric 1.17's sockets provider then allocates one more
-		// entry, and never frees it if it is still posted when the endpoint closes
-		// (LeakSanitizer saw 312 bytes per connection with 1024 lanes, 256 receives
-		// against an rx size of 256).
-		if (g.rx_size)
-			queue_depth_ = std::min<std::uint32_t>(
-			    queue_depth_, static_cast<std::uint32_t>(g.rx_size - g.rx_size / 4));
+		// The client posts as many receives for responses (it keeps its own limit too).
+		queue_depth_ = std::min(queue_depth_, g.posted_recv_limit());
 		if (g.inject_size < rpmem::lane::response_size)
 			throw rpmem::error(ENOTSUP,
 			                   fmt::format("provider {} cannot inject a {}-byte "

@@ -183,6 +183,9 @@ struct data_path::impl {
 	std::size_t slot_size = 0;
 	std::size_t max_msg = 0;
 	std::uint32_t pipeline = 1; // requests one lane may have in flight
+	// Requests in flight per connection, and receives posted for their responses: rpmemd's
+	// queue depth, lowered to what this side's provider takes (granted::posted_recv_limit).
+	std::uint32_t queue_depth = 0;
 	static constexpr std::size_t chunk_slot = 64;
 	bool saw = true;
 	bool local_mr = false;
@@ -233,6 +236,7 @@ data_path::impl::impl(const control::fabric_params &f, const std::string &h, voi
 	saw = g.send_after_write();
 	local_mr = g.local_mr();
 	max_msg = std::max<std::size_t>(g.max_msg_size, 4096);
+	queue_depth = std::min(fabric.queue_depth, g.posted_recv_limit());
 	// The largest range that still fits the daemon's payload as one inline entry.
 	if (fabric.inline_max < ln::entry_header_size + 8)
 		throw rpmem::error(EPROTO, fmt::format("{}: rpmemd announced an inline payload of "
@@ -253,7 +257,7 @@ data_path::impl::impl(const control::fabric_params &f, const std::string &h, voi
 	raw_buf.assign(nlanes, 0);
 	raw_mr = std::make_unique<fab::memory_region>(
 	    *domain, raw_buf.data(), raw_buf.size() * sizeof(std::uint64_t), FI_READ);
-	resp_buf.assign(std::size_t(fabric.nendpoints) * fabric.queue_depth * ln::response_size, 0);
+	resp_buf.assign(std::size_t(fabric.nendpoints) * queue_depth * ln::response_size, 0);
 	resp_mr = std::make_unique<fab::memory_region>(*domain, resp_buf.data(), resp_buf.size(),
 	                                               FI_RECV);
 
@@ -262,8 +266,8 @@ data_path::impl::impl(const control::fabric_params &f, const std::string &h, voi
 	// (GPSPM only: APM has no flush step to overlap). Ordered writes are required: a chunk's
 	// request must not overtake its data.
 	if (fabric.method == control::persist_method::gpspm && saw &&
-	    fabric.queue_depth >= 2 * lanes_per_conn && cfg.pipeline_chunk > 0)
-		pipeline = std::min<std::uint32_t>(fabric.queue_depth / lanes_per_conn, 8);
+	    queue_depth >= 2 * lanes_per_conn && cfg.pipeline_chunk > 0)
+		pipeline = std::min<std::uint32_t>(queue_depth / lanes_per_conn, 8);
 	if (pipeline > 1) {
 		chunk_buf.assign(std::size_t(nlanes) * (pipeline - 1) * chunk_slot, 0);
 		chunk_mr = std::make_unique<fab::memory_region>(*domain, chunk_buf.data(),
@@ -274,7 +278,7 @@ data_path::impl::impl(const control::fabric_params &f, const std::string &h, voi
 		c->index = i;
 		c->cq = std::make_unique<fab::cq>(
 		    *domain,
-		    fab::cq_options{fabric.queue_depth * 4 + 64,
+		    fab::cq_options{queue_depth * 4 + 64,
 		                    cfg.spin ? fab::wait_object::none : fab::wait_object::unspec});
 		c->ep = std::make_unique<fab::endpoint>(*domain, fi);
 		c->ep->bind(*eq);
@@ -282,9 +286,9 @@ data_path::impl::impl(const control::fabric_params &f, const std::string &h, voi
 		c->ep->bind(*c->cq, FI_TRANSMIT | FI_SELECTIVE_COMPLETION);
 		c->ep->bind(*c->cq, FI_RECV);
 		c->ep->enable();
-		c->recv_ctx.resize(fabric.queue_depth);
-		c->credits = static_cast<std::int32_t>(fabric.queue_depth);
-		c->need_credits = lanes_per_conn > fabric.queue_depth;
+		c->recv_ctx.resize(queue_depth);
+		c->credits = static_cast<std::int32_t>(queue_depth);
+		c->need_credits = lanes_per_conn > queue_depth;
 		conns.push_back(std::move(c));
 	}
 	lanes = std::vector<lane_state>(nlanes);
@@ -305,7 +309,7 @@ data_path::impl::impl(const control::fabric_params &f, const std::string &h, voi
 void data_path::impl::connect_all()
 {
 	for (auto &c : conns) {
-		for (std::uint32_t s = 0; s < fabric.queue_depth; ++s) {
+		for (std::uint32_t s = 0; s < queue_depth; ++s) {
 			c->recv_ctx[s].kind = ctx_kind::recv;
 			c->recv_ctx[s].index = s;
 		}
@@ -342,10 +346,9 @@ void data_path::impl::connect_all()
 			                            host));
 	}
 	for (auto &c : conns) {
-		for (std::uint32_t s = 0; s < fabric.queue_depth; ++s) {
-			auto *buf =
-			    resp_buf.data() +
-			    (std::size_t(c->index) * fabric.queue_depth + s) * ln::response_size;
+		for (std::uint32_t s = 0; s < queue_depth; ++s) {
+			auto *buf = resp_buf.data() +
+			            (std::size_t(c->index) * queue_depth + s) * ln::response_size;
 			post(*c, [&] {
 				return c->ep->recv(buf, ln::response_size, resp_mr->desc(),
 				                   &c->recv_ctx[s]);
@@ -401,8 +404,8 @@ void data_path::impl::dispatch(connection &c, const fab::cq_entry &e)
 		return;
 	}
 	// A response: find its lane, then give the receive buffer back to the provider.
-	auto *buf = resp_buf.data() +
-	            (std::size_t(c.index) * fabric.queue_depth + ctx->index) * ln::response_size;
+	auto *buf =
+	    resp_buf.data() + (std::size_t(c.index) * queue_depth + ctx->index) * ln::response_size;
 	auto resp = ln::decode_response({buf, std::min<std::size_t>(e.len, ln::response_size)});
 	post(c, [&] { return c.ep->recv(buf, ln::response_size, resp_mr->desc(), ctx); });
 	if (c.need_credits) {

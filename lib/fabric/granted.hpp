@@ -51,6 +51,22 @@ struct granted {
 	/** A read posted after a write observes it (FI_ORDER_RAW): what APM relies on. */
 	bool read_after_write() const noexcept { return msg_order & FI_ORDER_RAW; }
 
+	/**
+	 * Receives one endpoint may keep posted: three quarters of rx_size (no limit when the
+	 * provider reports none). A receive is re-posted as soon as its completion is read, which
+	 * can be before the provider has recycled the entry behind it; libfabric 1.17's sockets
+	 * provider then allocates one more entry and never frees it if it is still posted when
+	 * the endpoint closes (LeakSanitizer: 312 bytes per connection with 256 receives against
+	 * an rx size of 256). The free quarter keeps its pool from running dry.
+	 */
+	std::uint32_t posted_recv_limit() const noexcept
+	{
+		if (rx_size == 0)
+			return UINT32_MAX;
+		auto n = rx_size - rx_size / 4;
+		return n > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(n);
+	}
+
 	/** One line for logs: "tcp fabric 127.0.0.1/32 domain lo mr_mode [] order [RAW SAW] ...".
 	 */
 	std::string describe() const;

@@ -567,3 +567,18 @@ TEST_CASE("fabric: moving a handle moves ownership", "[fabric][raii]")
 	CHECK(other_region.length() == memory.size());
 	// Destructors of the moved-from handles must not close what the new owners hold.
 }
+
+TEST_CASE("fabric: a quarter of the receive queue stays free of posted receives",
+          "[fabric][granted]")
+{
+	fab::granted g;
+	CHECK(g.posted_recv_limit() == UINT32_MAX); // no size reported: no limit
+	g.rx_size = 256;
+	CHECK(g.posted_recv_limit() == 192);
+	g.rx_size = 4;
+	CHECK(g.posted_recv_limit() == 3);
+	g.rx_size = 1;
+	CHECK(g.posted_recv_limit() == 1);
+	g.rx_size = std::size_t(1) << 40;
+	CHECK(g.posted_recv_limit() == UINT32_MAX);
+}
