@@ -24,6 +24,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <pthread.h>
 #include <sstream>
 #include <sys/random.h>
 #include <thread>
@@ -217,9 +218,17 @@ public:
 		         p.address, name.port, g.describe(), nlanes_, nendpoints_, queue_depth_,
 		         nworkers_, thread_count());
 
-		accept_thread_ = std::thread([this] { accept_loop(); });
+		// Named, so ps -L, top -H and debuggers tell the daemon's threads apart.
+		accept_thread_ = std::thread([this] {
+			pthread_setname_np(pthread_self(), "rpmemd-accept");
+			accept_loop();
+		});
 		for (unsigned w = 0; w < nworkers_; ++w)
-			workers_.emplace_back([this, w] { worker_loop(w); });
+			workers_.emplace_back([this, w] {
+				auto tname = fmt::format("rpmemd-w{}", w);
+				pthread_setname_np(pthread_self(), tname.c_str());
+				worker_loop(w);
+			});
 	}
 
 	~fabric_target() override { stop(); }

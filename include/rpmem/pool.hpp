@@ -65,7 +65,7 @@ struct connect_options {
 	std::vector<std::string> identity_files; // private keys to try, in order
 	std::string ssh_program;                 // run this ssh-compatible program (RPMEM_SSH)
 	std::string provider;                    // "tcp", "verbs", "sockets" (RPMEM_PROVIDER)
-	std::chrono::milliseconds timeout{0};    // data-path wait bound (RPMEM_TIMEOUT)
+	std::chrono::milliseconds timeout{0};    // data-path silence bound (RPMEM_TIMEOUT)
 };
 
 /** Flags of persist(): relaxed lets 8-byte aligned stores tear on the replica (PMDK). */

@@ -50,6 +50,8 @@ public:
 	void stop_keepalive();
 	/** The keep-alive's verdict: nullopt while rpmemd answers, else why it does not. */
 	std::optional<rpmem::error> failure() const;
+	/** When rpmemd last answered a request or a ping (its hello, before any). */
+	std::chrono::steady_clock::time_point last_answer() const;
 
 	const std::string &host() const { return host_; }
 	const std::string &command() const { return command_; }
@@ -67,6 +69,7 @@ private:
 	std::unique_ptr<ssh::session> ssh_;
 	std::mutex mutex_; // one exchange at a time (the keep-alive runs beside the data path)
 	std::atomic<std::uint64_t> ping_cookie_{0};
+	std::atomic<std::chrono::steady_clock::rep> last_answer_{0}; // steady_clock ticks
 
 	std::thread keepalive_;
 	std::mutex keepalive_mutex_;

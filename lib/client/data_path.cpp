@@ -179,6 +179,7 @@ struct data_path::impl {
 	std::size_t pool_size;
 	std::uint32_t nlanes;
 	settings cfg;
+	std::function<std::chrono::steady_clock::time_point()> heard; // see set_liveness
 	std::uint32_t inline_max = 0;
 	std::size_t slot_size = 0;
 	std::size_t max_msg = 0;
@@ -377,8 +378,12 @@ void data_path::impl::check_broken(connection &c) const
 		int err = c.broken_err.load();
 		throw rpmem::error(
 		    err ? err : ECONNRESET,
-		    fmt::format("{}: the fabric connection to rpmemd is {}", host,
-		                err == ETIMEDOUT ? "not answering (timed out)" : "lost"));
+		    err == ETIMEDOUT
+		        ? fmt::format(
+		              "{}: rpmemd is not answering: no completion and no keep-alive "
+		              "answer for {} ms (RPMEM_TIMEOUT); check the host and the link",
+		              host, cfg.op_timeout.count())
+		        : fmt::format("{}: the fabric connection to rpmemd is lost", host));
 	}
 }
 
@@ -465,7 +470,10 @@ void data_path::impl::wait(lane_state &l)
 {
 	l.posted = false;
 	auto &c = *l.conn;
-	auto deadline = std::chrono::steady_clock::now() + cfg.op_timeout;
+	// The last sign of life: the wait's start, a completion of this lane, or (heard) the
+	// daemon's latest keep-alive answer. Silence for op_timeout ends the wait.
+	auto alive = std::chrono::steady_clock::now();
+	auto left = l.outstanding.load(std::memory_order_acquire);
 	while (l.outstanding.load(std::memory_order_acquire) != 0) {
 		check_broken(c);
 		auto seen = c.events.load(std::memory_order_acquire);
@@ -476,8 +484,17 @@ void data_path::impl::wait(lane_state &l)
 				while (l.outstanding.load(std::memory_order_acquire) != 0 &&
 				       !c.broken.load()) {
 					progress(c, true, &l);
-					if (std::chrono::steady_clock::now() > deadline &&
-					    l.outstanding.load() != 0)
+					auto now = std::chrono::steady_clock::now();
+					auto o = l.outstanding.load(std::memory_order_acquire);
+					if (o != left) {
+						left = o;
+						alive = now;
+					}
+					if (o == 0 || now - alive <= cfg.op_timeout)
+						continue;
+					if (heard)
+						alive = std::max(alive, heard());
+					if (now - alive > cfg.op_timeout)
 						fail_all(ETIMEDOUT, "timeout");
 				}
 			} catch (...) {
@@ -717,6 +734,11 @@ data_path::data_path(const control::fabric_params &fabric, const std::string &ho
 }
 
 data_path::~data_path() = default;
+
+void data_path::set_liveness(std::function<std::chrono::steady_clock::time_point()> heard)
+{
+	impl_->heard = std::move(heard);
+}
 
 std::uint32_t data_path::nlanes() const
 {

@@ -12,8 +12,10 @@
 #include "control/messages.hpp"
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -86,6 +88,16 @@ public:
 	/** Counters of one lane, or (lane == nlanes()) of all lanes together. Cheap; may be called
 	 * from any thread while the lanes are in use (values are then approximate). */
 	lane_stats stats(unsigned lane) const;
+
+	/**
+	 * How a wait tells a slow daemon from a gone one. A wait fails with ETIMEDOUT once it has
+	 * seen neither a completion of its lane nor, through `heard`, any other sign that rpmemd
+	 * is alive (the time it last answered a keep-alive ping) for settings::op_timeout. So a
+	 * persist that takes long because the replica's storage is slow is waited for while the
+	 * daemon answers; a frozen daemon or a cut link still ends the wait. Without it (or with
+	 * the keep-alive off) op_timeout bounds every wait. Set it before the lanes are used.
+	 */
+	void set_liveness(std::function<std::chrono::steady_clock::time_point()> heard);
 
 	/** Disconnects every endpoint; later calls fail with ECONNRESET. Idempotent. */
 	void shutdown();

@@ -15,7 +15,7 @@ struct settings {
 	std::uint32_t max_nlanes = UINT32_MAX;       // RPMEM_MAX_NLANES
 	std::uint32_t work_queue_size = 50;          // RPMEM_WORK_QUEUE_SIZE (PMDK's tx depth)
 	std::string providers;                       // "verbs,tcp,sockets" after the overrides
-	std::chrono::milliseconds op_timeout{5000};  // RPMEM_TIMEOUT: a data-path wait bound
+	std::chrono::milliseconds op_timeout{5000};  // RPMEM_TIMEOUT: data-path silence bound
 	std::chrono::milliseconds control_timeout{10000}; // RPMEM_CONTROL_TIMEOUT
 	std::chrono::milliseconds keepalive{1500}; // RPMEM_KEEPALIVE: ping interval (0: off);
 	                                           // below a third of rpmemd's heartbeat-timeout

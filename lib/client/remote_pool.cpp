@@ -98,6 +98,8 @@ std::unique_ptr<remote_pool> remote_pool::start(bool create, const std::string &
 		pool->closed_ = true;
 		throw;
 	}
+	// A data-path wait outlasts RPMEM_TIMEOUT only while rpmemd answers the keep-alive.
+	pool->data_->set_liveness([ctl = pool->ctl_.get()] { return ctl->last_answer(); });
 	pool->ctl_->start_keepalive(s.keepalive);
 	*nlanes = pool->data_->nlanes();
 	if (attr_out)

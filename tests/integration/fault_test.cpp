@@ -14,11 +14,14 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
 #include <sys/mount.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <thread>
 
 using rpmem::client::remote_pool;
@@ -69,6 +72,42 @@ long wait_rpmemd_gone(const replica &node, std::chrono::milliseconds limit)
 		std::this_thread::sleep_for(20ms);
 	}
 	return ms_since(t0);
+}
+
+/**
+ * Holds the threads of process `pid` whose name starts with `prefix` in a ptrace stop for
+ * `hold` while the rest of the process runs on, then lets them go. Runs on its own thread
+ * (ptrace requests come from the thread that attached); `held` gets how many it stopped.
+ */
+void stall_threads(pid_t pid, const std::string &prefix, std::chrono::milliseconds hold,
+                   std::promise<unsigned> &held)
+{
+	std::vector<std::pair<pid_t, int>> stopped; // tid, signal to give back at detach
+	std::error_code ec;
+	for (const auto &e :
+	     std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+		std::string comm = slurp(e.path() / "comm");
+		if (comm.rfind(prefix, 0) != 0)
+			continue;
+		auto tid = static_cast<pid_t>(std::stol(e.path().filename().string()));
+		if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0)
+			continue;
+		ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr);
+		int status = 0;
+		if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
+			ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+			continue;
+		}
+		// A signal that arrived first is delivered at detach, not swallowed.
+		int sig = (status >> 16) == PTRACE_EVENT_STOP || WSTOPSIG(status) == SIGTRAP
+		              ? 0
+		              : WSTOPSIG(status);
+		stopped.emplace_back(tid, sig);
+	}
+	held.set_value(static_cast<unsigned>(stopped.size()));
+	std::this_thread::sleep_for(hold);
+	for (auto [tid, sig] : stopped)
+		ptrace(PTRACE_DETACH, tid, nullptr, reinterpret_cast<void *>(std::intptr_t(sig)));
 }
 
 struct ack {
@@ -382,6 +421,79 @@ TEST_CASE("keep-alive: a daemon that dies while the pool is idle is ECONNRESET o
 	CHECK(msg.find(server.address()) != std::string::npos);
 	CHECK(msg.find("keep-alive") != std::string::npos);
 	CHECK(errno_of([&] { pool->close(); }) == ECONNRESET);
+}
+
+TEST_CASE("a slow rpmemd that answers its keep-alive is waited for past RPMEM_TIMEOUT",
+          "[fault][timeout]")
+{
+	// The replica's storage is slow: its workers (which receive and make data durable) are
+	// held for three times the client's timeout while its control thread answers pings. A
+	// persist must wait for durability, not break the pool.
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	auto opts = node.options();
+	opts.tuning->op_timeout = 1000ms;
+	opts.tuning->keepalive = 100ms;
+	unsigned nlanes = 2;
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+	                                &nlanes, &attr, opts);
+	pid_t pid = find_rpmemd(node.dir().string());
+	REQUIRE(pid > 0);
+	local.fill_random(9, hdr);
+	std::promise<unsigned> held;
+	auto nheld = held.get_future();
+	std::thread staller([&] { stall_threads(pid, "rpmemd-w", 3000ms, held); });
+	REQUIRE(nheld.get() > 0);
+	std::string msg;
+	auto t0 = clk::now();
+	int err = errno_of([&] { pool->persist(hdr, 1 << 20, 0, 0); }, &msg);
+	long took = ms_since(t0);
+	staller.join();
+	WARN("persist with rpmemd's workers held for 3000 ms (RPMEM_TIMEOUT 1000 ms): "
+	     << (err ? std::strerror(err) : "success") << " after " << took << " ms");
+	INFO(msg);
+	CHECK(err == 0);
+	CHECK(took > 2000); // it did wait on the held workers, past two timeouts
+	pool->close();
+	auto file = slurp(node.part("pool.set"));
+	REQUIRE(file.size() >= hdr + (1 << 20));
+	CHECK(std::memcmp(file.data() + hdr, local.data() + hdr, 1 << 20) == 0);
+}
+
+TEST_CASE("a frozen rpmemd (SIGSTOP) ends a persist with ETIMEDOUT within RPMEM_TIMEOUT",
+          "[fault][timeout]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	auto opts = node.options();
+	opts.tuning->op_timeout = 1000ms;
+	opts.tuning->keepalive = 100ms;
+	unsigned nlanes = 2;
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+	                                &nlanes, &attr, opts);
+	pid_t pid = find_rpmemd(node.dir().string());
+	REQUIRE(pid > 0);
+	REQUIRE(::kill(pid, SIGSTOP) == 0);
+	std::string msg;
+	auto t0 = clk::now();
+	int err = errno_of([&] { pool->persist(hdr, 1 << 20, 0, 0); }, &msg);
+	long took = ms_since(t0);
+	::kill(pid, SIGCONT);
+	WARN("persist to a stopped rpmemd (RPMEM_TIMEOUT 1000 ms): " << std::strerror(err)
+	                                                             << " after " << took << " ms");
+	INFO(msg);
+	CHECK(err == ETIMEDOUT);
+	CHECK(took >= 900);
+	CHECK(took < 3000); // the timeout plus scheduling slack: no hang
+	CHECK(msg.find(server.address()) != std::string::npos);
+	CHECK(msg.find("RPMEM_TIMEOUT") != std::string::npos);
+	CHECK(errno_of([&] { pool->close(); }) != 0);
 }
 
 TEST_CASE("start-up failures are distinct errors naming the host", "[fault][errors]")
