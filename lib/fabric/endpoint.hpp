@@ -49,6 +49,8 @@ public:
 	void connect(std::span<const std::uint8_t> private_data);
 	/** Accepts the connection request this endpoint was opened from. */
 	void accept(std::span<const std::uint8_t> private_data);
+	/** fi_shutdown: the peer gets FI_SHUTDOWN. With the sockets provider a no-op: the
+	 *  connection ends when the endpoint closes (see endpoint.cpp). */
 	void shutdown();
 
 	[[nodiscard]] post_status send(const void *buf, std::size_t len, void *desc, void *context);

@@ -12,7 +12,11 @@
 
 #include <atomic>
 #include <cerrno>
+#include <deque>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
 
 using rpmem::client::remote_pool;
 using namespace rpmem::test;
@@ -314,4 +318,113 @@ TEST_CASE("a newer write over older inline bytes of the same batch wins", "[data
 	auto file = slurp(node.part("pool.set"));
 	CHECK(file.substr(x, 6) == std::string(6, '\xbb'));
 	CHECK(file.substr(2 * big, 6) == std::string(6, '\xdd'));
+}
+
+namespace
+{
+
+/** The descriptors this process has open. */
+std::size_t count_fds()
+{
+	std::size_t n = 0;
+	for ([[maybe_unused]] const auto &e : std::filesystem::directory_iterator("/proc/self/fd"))
+		++n;
+	return n;
+}
+
+/** Opens pipes on a thread until stopped, keeping the last 64, and checks every pipe it
+ *  owns is still the one it opened (same inode) before it closes it: a library that closes
+ *  a descriptor number twice takes away one of these. */
+class fd_squatter
+{
+public:
+	fd_squatter()
+	    : thread_([this] {
+		      while (!stop_.load()) {
+			      int p[2];
+			      if (pipe2(p, O_CLOEXEC) != 0)
+				      continue;
+			      for (int fd : p)
+				      owned_.push_back({fd, inode(fd)});
+			      while (owned_.size() > 128)
+				      release(owned_.front()), owned_.pop_front();
+			      ++opened_;
+		      }
+	      })
+	{
+	}
+	/** Stops, checks and closes what it still owns; the number of pipes taken from it. */
+	unsigned finish()
+	{
+		stop_ = true;
+		thread_.join();
+		while (!owned_.empty())
+			release(owned_.front()), owned_.pop_front();
+		return stolen_;
+	}
+	unsigned opened() const { return opened_; }
+
+private:
+	struct fd_id {
+		int fd;
+		ino_t ino;
+	};
+	static ino_t inode(int fd)
+	{
+		struct stat st {
+		};
+		return fstat(fd, &st) == 0 ? st.st_ino : 0;
+	}
+	void release(const fd_id &f)
+	{
+		if (inode(f.fd) != f.ino)
+			++stolen_; // closed behind our back (and maybe reused)
+		else
+			::close(f.fd);
+	}
+	std::atomic<bool> stop_{false};
+	std::deque<fd_id> owned_;
+	unsigned stolen_ = 0;
+	std::atomic<unsigned> opened_{0};
+	std::thread thread_;
+};
+
+} // namespace
+
+TEST_CASE("closing a pool closes each of its descriptors once, and all of them", "[data][fds]")
+{
+	// libfabric 1.17's sockets provider closes a connection's socket in fi_shutdown and again
+	// in its connection-manager thread; a descriptor another thread opened in between was
+	// closed with it (see fabric::endpoint::shutdown).
+	const std::string provider = GENERATE(as<std::string>{}, "tcp", "sockets");
+	INFO("provider " << provider);
+	sshd server;
+	replica_options ro;
+	ro.provider = provider;
+	replica node(server, ro);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(8 << 20);
+	auto attr = sample_attr();
+	std::size_t before = 0; // after the first round: libraries open some once per process
+	unsigned stolen = 0, opened = 0;
+	for (int round = 0; round < 3; ++round) {
+		if (round == 1)
+			before = count_fds();
+		unsigned nlanes = 8;
+		auto pool = remote_pool::create(node.target(), "pool.set", local.data(),
+		                                local.size(), &nlanes, &attr, node.options());
+		std::memset(local.data() + 4096, round, 4096);
+		pool->persist(4096, 4096, 0, 0);
+		fd_squatter squatter;
+		pool->close();
+		pool.reset();
+		stolen += squatter.finish();
+		opened += squatter.opened();
+		if (round < 2)
+			remote_pool::remove(node.target(), "pool.set", 0, node.options());
+	}
+	INFO(opened << " pipes opened while pools closed");
+	CHECK(opened > 0);
+	CHECK(stolen == 0);
+	CHECK(count_fds() == before);
 }
