@@ -468,7 +468,7 @@ private:
 		if (err == EPROTO) {
 			// Not a lane request at all: this peer cannot be trusted any more.
 			log_err("connection {}: a {}-byte message that is not a lane request: "
-			        "closing the connection",
+			        "closing the connection (no further request on it is served)",
 			        c.index, entry.len);
 			c.closed = true;
 			failed_ = true;

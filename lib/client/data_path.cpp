@@ -207,6 +207,10 @@ struct data_path::impl {
 	const std::uint8_t *src_base = nullptr;
 	std::size_t src_size = 0;
 	std::atomic<bool> down{false};
+	// Why a wait gave up with ETIMEDOUT: silence, or no completion for wait_cap() although
+	// rpmemd answered its keep-alive (see wait()).
+	std::atomic<bool> capped{false};
+	std::chrono::milliseconds wait_cap() const { return cfg.op_timeout * 12; }
 	op_context silent_ctx{{}, ctx_kind::silent, 0};
 };
 
@@ -378,12 +382,18 @@ void data_path::impl::check_broken(connection &c) const
 		int err = c.broken_err.load();
 		throw rpmem::error(
 		    err ? err : ECONNRESET,
-		    err == ETIMEDOUT
+		    err != ETIMEDOUT
+		        ? fmt::format("{}: the fabric connection to rpmemd is lost", host)
+		    : capped.load()
 		        ? fmt::format(
+		              "{}: no completion from rpmemd for {} ms (12 x RPMEM_TIMEOUT) "
+		              "although it answers its keep-alive: the fabric path to it "
+		              "may be down, or its storage stuck",
+		              host, wait_cap().count())
+		        : fmt::format(
 		              "{}: rpmemd is not answering: no completion and no keep-alive "
 		              "answer for {} ms (RPMEM_TIMEOUT); check the host and the link",
-		              host, cfg.op_timeout.count())
-		        : fmt::format("{}: the fabric connection to rpmemd is lost", host));
+		              host, cfg.op_timeout.count()));
 	}
 }
 
@@ -471,8 +481,13 @@ void data_path::impl::wait(lane_state &l)
 	l.posted = false;
 	auto &c = *l.conn;
 	// The last sign of life: the wait's start, a completion of this lane, or (heard) the
-	// daemon's latest keep-alive answer. Silence for op_timeout ends the wait.
-	auto alive = std::chrono::steady_clock::now();
+	// daemon's latest keep-alive answer. Silence for op_timeout ends the wait. Keep-alive
+	// answers alone stretch it to wait_cap() at most: a daemon whose control channel answers
+	// while the fabric path to it is cut (RDMA and SSH on different networks) must not keep
+	// a caller waiting for ever.
+	const auto start = std::chrono::steady_clock::now();
+	auto alive = start;
+	auto progressed = start; // the last completion of this lane
 	auto left = l.outstanding.load(std::memory_order_acquire);
 	while (l.outstanding.load(std::memory_order_acquire) != 0) {
 		check_broken(c);
@@ -488,14 +503,16 @@ void data_path::impl::wait(lane_state &l)
 					auto o = l.outstanding.load(std::memory_order_acquire);
 					if (o != left) {
 						left = o;
-						alive = now;
+						alive = progressed = now;
 					}
 					if (o == 0 || now - alive <= cfg.op_timeout)
 						continue;
-					if (heard)
+					if (heard && now - progressed <= wait_cap())
 						alive = std::max(alive, heard());
-					if (now - alive > cfg.op_timeout)
+					if (now - alive > cfg.op_timeout) {
+						capped = now - progressed > wait_cap();
 						fail_all(ETIMEDOUT, "timeout");
+					}
 				}
 			} catch (...) {
 				c.cq_mutex.unlock();

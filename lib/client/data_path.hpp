@@ -94,12 +94,14 @@ public:
 	 * seen neither a completion of its lane nor, through `heard`, any other sign that rpmemd
 	 * is alive (the time it last answered a keep-alive ping) for settings::op_timeout. So a
 	 * persist that takes long because the replica's storage is slow is waited for while the
-	 * daemon answers; a frozen daemon or a cut link still ends the wait. Without it (or with
-	 * the keep-alive off) op_timeout bounds every wait. Set it before the lanes are used.
+	 * daemon answers, up to 12 x op_timeout without a completion; a frozen daemon or a cut
+	 * link still ends the wait. Without it (or with the keep-alive off) op_timeout bounds
+	 * every wait. Set it before the lanes are used.
 	 */
 	void set_liveness(std::function<std::chrono::steady_clock::time_point()> heard);
 
-	/** Disconnects every endpoint; later calls fail with ECONNRESET. Idempotent. */
+	/** Ends every connection (fi_shutdown; with sockets the endpoints' close does it, see
+	 *  fabric::endpoint::shutdown); later calls fail with ECONNRESET. Idempotent. */
 	void shutdown();
 
 private:

@@ -104,6 +104,8 @@ private:
 	void check_range(const char *what, std::size_t offset, std::size_t length, unsigned lane,
 	                 bool header_allowed) const;
 
+	// Declared in this order on purpose: data_ holds a liveness hook that reads ctl_ (see
+	// start()), so data_ must be destroyed first.
 	std::unique_ptr<control_session> ctl_;
 	std::unique_ptr<data_path> data_;
 	control::fabric_params fabric_;

@@ -353,6 +353,14 @@ public:
 	      })
 	{
 	}
+	~fd_squatter()
+	{
+		if (thread_.joinable())
+			finish();
+	}
+	fd_squatter(const fd_squatter &) = delete;
+	fd_squatter &operator=(const fd_squatter &) = delete;
+
 	/** Stops, checks and closes what it still owns; the number of pipes taken from it. */
 	unsigned finish()
 	{

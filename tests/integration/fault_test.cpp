@@ -94,7 +94,10 @@ void stall_threads(pid_t pid, const std::string &prefix, std::chrono::millisecon
 			continue;
 		ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr);
 		int status = 0;
-		if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
+		pid_t got;
+		while ((got = waitpid(tid, &status, __WALL)) < 0 && errno == EINTR) {
+		}
+		if (got != tid || !WIFSTOPPED(status)) {
 			ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
 			continue;
 		}
@@ -445,7 +448,7 @@ TEST_CASE("a slow rpmemd that answers its keep-alive is waited for past RPMEM_TI
 	local.fill_random(9, hdr);
 	std::promise<unsigned> held;
 	auto nheld = held.get_future();
-	std::thread staller([&] { stall_threads(pid, "rpmemd-w", 3000ms, held); });
+	std::jthread staller([&] { stall_threads(pid, "rpmemd-w", 3000ms, held); });
 	REQUIRE(nheld.get() > 0);
 	std::string msg;
 	auto t0 = clk::now();
@@ -461,6 +464,41 @@ TEST_CASE("a slow rpmemd that answers its keep-alive is waited for past RPMEM_TI
 	auto file = slurp(node.part("pool.set"));
 	REQUIRE(file.size() >= hdr + (1 << 20));
 	CHECK(std::memcmp(file.data() + hdr, local.data() + hdr, 1 << 20) == 0);
+}
+
+TEST_CASE("keep-alive answers stretch a wait to 12 x RPMEM_TIMEOUT, not for ever",
+          "[fault][timeout]")
+{
+	// rpmemd's control thread answers pings while its workers never get to the request: as
+	// when the fabric path is cut but SSH runs on another network. The wait must end.
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	auto opts = node.options();
+	opts.tuning->op_timeout = 300ms; // a cap of 3.6 s
+	opts.tuning->keepalive = 50ms;
+	unsigned nlanes = 2;
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+	                                &nlanes, &attr, opts);
+	pid_t pid = find_rpmemd(node.dir().string());
+	REQUIRE(pid > 0);
+	std::promise<unsigned> held;
+	auto nheld = held.get_future();
+	std::jthread staller([&] { stall_threads(pid, "rpmemd-w", 6000ms, held); });
+	REQUIRE(nheld.get() > 0);
+	std::string msg;
+	auto t0 = clk::now();
+	int err = errno_of([&] { pool->persist(hdr, 4096, 0, 0); }, &msg);
+	long took = ms_since(t0);
+	WARN("persist with rpmemd's workers held for 6000 ms while it answers pings "
+	     "(RPMEM_TIMEOUT 300 ms): "
+	     << std::strerror(err) << " after " << took << " ms: " << msg);
+	CHECK(err == ETIMEDOUT);
+	CHECK(took > 600);  // the answered pings did stretch the wait past RPMEM_TIMEOUT
+	CHECK(took < 5500); // and it ended before the workers came back
+	CHECK(msg.find(server.address()) != std::string::npos);
 }
 
 TEST_CASE("a frozen rpmemd (SIGSTOP) ends a persist with ETIMEDOUT within RPMEM_TIMEOUT",
