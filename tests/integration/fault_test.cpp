@@ -11,6 +11,7 @@
 #include "support/child.hpp"
 #include "support/netns.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -535,6 +536,75 @@ TEST_CASE("a frozen rpmemd (SIGSTOP) ends a persist with ETIMEDOUT within RPMEM_
 	auto t1 = clk::now();
 	errno_of([&] { pool->close(); });
 	CHECK(ms_since(t1) < 3000);
+}
+
+TEST_CASE("a frozen rpmemd ends every thread's call in time, also threads waiting for credits",
+          "[fault][timeout]")
+{
+	// 1024 lanes on 4 connections and 224 threads, each on its own lane of one connection:
+	// more requests than the connection's queue depth (192), so some threads wait for
+	// request credits, not for their own responses, when the daemon stops.
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	auto opts = node.options();
+	opts.tuning->op_timeout = 1000ms;
+	opts.tuning->keepalive = 100ms;
+	unsigned nlanes = 1024;
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+	                                &nlanes, &attr, opts);
+	REQUIRE(nlanes == 1024);
+	const unsigned nconn = pool->fabric().nendpoints;
+	pid_t pid = find_rpmemd(node.dir().string());
+	REQUIRE(pid > 0);
+	constexpr unsigned threads = 224;
+	std::atomic<unsigned> ops{0};
+	std::atomic<clk::rep> stopped_at{0};
+	std::vector<long> after_stop(threads, -1);
+	std::vector<int> errs(threads, 0);
+	{
+		std::vector<std::jthread> ts;
+		for (unsigned t = 0; t < threads; ++t)
+			ts.emplace_back([&, t] {
+				try {
+					for (unsigned i = 0;; ++i) {
+						unsigned lane =
+						    (nconn * (t + threads * i)) % nlanes;
+						pool->persist(hdr + std::size_t(t) * 4096, 4096,
+						              lane, 0);
+						++ops;
+					}
+				} catch (const rpmem::error &e) {
+					errs[t] = e.errnum();
+					auto s = stopped_at.load();
+					after_stop[t] = s ? static_cast<long>(
+					                        std::chrono::duration_cast<
+					                            std::chrono::milliseconds>(
+					                            clk::now().time_since_epoch() -
+					                            clk::duration(s))
+					                            .count())
+					                  : -2;
+				}
+			});
+		while (ops < 200)
+			std::this_thread::sleep_for(1ms);
+		stopped_at = clk::now().time_since_epoch().count();
+		REQUIRE(::kill(pid, SIGSTOP) == 0);
+	} // joins every thread: a call that never returns hangs here (ctest's timeout)
+	::kill(pid, SIGCONT);
+	long worst = *std::max_element(after_stop.begin(), after_stop.end());
+	WARN("rpmemd stopped -> every one of " << threads << " threads on " << nlanes
+	                                       << " lanes failed within " << worst
+	                                       << " ms (RPMEM_TIMEOUT 1000 ms)");
+	for (unsigned t = 0; t < threads; ++t) {
+		INFO("thread " << t << ": errno " << errs[t] << " after " << after_stop[t]
+		               << " ms");
+		CHECK((errs[t] == ETIMEDOUT || errs[t] == ECONNRESET));
+		CHECK(after_stop[t] >= 0);
+		CHECK(after_stop[t] < 4000);
+	}
 }
 
 TEST_CASE("start-up failures are distinct errors naming the host", "[fault][errors]")
