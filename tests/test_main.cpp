@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Catch2's main, with the report written through as it is produced: a test process that dies
-// (a signal, _exit in a library, a CI time limit) still shows how far it got and what failed.
+// (a sanitizer's halt_on_error, a signal, a CI time limit) still shows how far it got.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 

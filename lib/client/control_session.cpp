@@ -80,8 +80,7 @@ control_session::control_session(const std::string &target, const std::string &c
 		                               host_, command_, status, said.empty() ? "" : ": ",
 		                               said));
 	}
-	last_answer_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
-	                   std::memory_order_release);
+	note_answer();
 	if (h.st != ctl::status::success) {
 		int err = h.err ? static_cast<int>(h.err) : ctl::status_errno(h.st);
 		throw rpmem::error(
@@ -111,8 +110,7 @@ ctl::message control_session::exchange(const std::vector<std::uint8_t> &frame, c
 		ctl::send(*ssh_, frame);
 		auto m = ctl::receive(*ssh_, timeout);
 		ctl::check_type(expect, m.type);
-		last_answer_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
-		                   std::memory_order_release);
+		note_answer();
 		return m;
 	} catch (const rpmem::error &e) {
 		fail_transport(e, ctl::msg_type_name(expect));
@@ -204,6 +202,12 @@ std::optional<rpmem::error> control_session::failure() const
 		return std::nullopt;
 	std::lock_guard lock(failure_mutex_);
 	return failure_;
+}
+
+void control_session::note_answer()
+{
+	last_answer_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+	                   std::memory_order_release);
 }
 
 std::chrono::steady_clock::time_point control_session::last_answer() const

@@ -61,6 +61,7 @@ private:
 	control::message exchange(const std::vector<std::uint8_t> &frame, control::msg_type expect,
 	                          std::chrono::milliseconds timeout);
 	void keepalive_loop(std::chrono::milliseconds interval);
+	void note_answer(); // rpmemd answered just now (see last_answer)
 
 	std::string target_;
 	std::string host_;

@@ -207,10 +207,23 @@ struct data_path::impl {
 	const std::uint8_t *src_base = nullptr;
 	std::size_t src_size = 0;
 	std::atomic<bool> down{false};
-	// Why a wait gave up with ETIMEDOUT: silence, or no completion for wait_cap() although
-	// rpmemd answered its keep-alive (see wait()).
-	std::atomic<bool> capped{false};
+	// The first fail_all's reason; a call that fails with ETIMEDOUT reports it (wait() says
+	// whether rpmemd fell silent or answered its keep-alive without completing).
+	mutable std::mutex broken_why_mutex;
+	std::string broken_why;
 	std::chrono::milliseconds wait_cap() const { return cfg.op_timeout * 12; }
+	std::string timeout_reason(bool capped) const
+	{
+		return capped
+		           ? fmt::format("no completion from rpmemd for {} ms (12 x RPMEM_TIMEOUT) "
+		                         "although it answers its keep-alive: the fabric path to "
+		                         "it may be down, or its storage stuck",
+		                         wait_cap().count())
+		           : fmt::format("rpmemd is not answering: no completion and no keep-alive "
+		                         "answer for {} ms (RPMEM_TIMEOUT); check the host and the "
+		                         "link",
+		                         cfg.op_timeout.count());
+	}
 	op_context silent_ctx{{}, ctx_kind::silent, 0};
 };
 
@@ -373,27 +386,21 @@ void data_path::impl::fail_all(int err, const std::string &why)
 		c->credits.fetch_add(1 << 20);
 		c->credits.notify_all();
 	}
-	(void)why;
+	std::lock_guard lock(broken_why_mutex);
+	if (broken_why.empty())
+		broken_why = why;
 }
 
 void data_path::impl::check_broken(connection &c) const
 {
 	if (c.broken.load(std::memory_order_acquire)) {
 		int err = c.broken_err.load();
-		throw rpmem::error(
-		    err ? err : ECONNRESET,
-		    err != ETIMEDOUT
-		        ? fmt::format("{}: the fabric connection to rpmemd is lost", host)
-		    : capped.load()
-		        ? fmt::format(
-		              "{}: no completion from rpmemd for {} ms (12 x RPMEM_TIMEOUT) "
-		              "although it answers its keep-alive: the fabric path to it "
-		              "may be down, or its storage stuck",
-		              host, wait_cap().count())
-		        : fmt::format(
-		              "{}: rpmemd is not answering: no completion and no keep-alive "
-		              "answer for {} ms (RPMEM_TIMEOUT); check the host and the link",
-		              host, cfg.op_timeout.count()));
+		if (err != ETIMEDOUT)
+			throw rpmem::error(
+			    err ? err : ECONNRESET,
+			    fmt::format("{}: the fabric connection to rpmemd is lost", host));
+		std::lock_guard lock(broken_why_mutex);
+		throw rpmem::error(ETIMEDOUT, fmt::format("{}: {}", host, broken_why));
 	}
 }
 
@@ -485,9 +492,8 @@ void data_path::impl::wait(lane_state &l)
 	// answers alone stretch it to wait_cap() at most: a daemon whose control channel answers
 	// while the fabric path to it is cut (RDMA and SSH on different networks) must not keep
 	// a caller waiting for ever.
-	const auto start = std::chrono::steady_clock::now();
-	auto alive = start;
-	auto progressed = start; // the last completion of this lane
+	auto alive = std::chrono::steady_clock::now();
+	auto progressed = alive; // the last completion of this lane
 	auto left = l.outstanding.load(std::memory_order_acquire);
 	while (l.outstanding.load(std::memory_order_acquire) != 0) {
 		check_broken(c);
@@ -509,10 +515,10 @@ void data_path::impl::wait(lane_state &l)
 						continue;
 					if (heard && now - progressed <= wait_cap())
 						alive = std::max(alive, heard());
-					if (now - alive > cfg.op_timeout) {
-						capped = now - progressed > wait_cap();
-						fail_all(ETIMEDOUT, "timeout");
-					}
+					if (now - alive <= cfg.op_timeout)
+						continue;
+					fail_all(ETIMEDOUT,
+					         timeout_reason(now - progressed > wait_cap()));
 				}
 			} catch (...) {
 				c.cq_mutex.unlock();

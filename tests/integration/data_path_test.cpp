@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <deque>
 #include <fcntl.h>
+#include <string_view>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -221,13 +222,15 @@ TEST_CASE("a fabric connection without the session secret is refused", "[data][s
 namespace
 {
 
-std::size_t count_tcp_connections(pid_t pid)
+/** Descriptors process `pid` ("self": this one) has open, or only those whose /proc link
+ *  starts with `kind` (e.g. "socket:"). */
+std::size_t count_fds(const std::string &pid, std::string_view kind = {})
 {
 	std::size_t n = 0;
-	for (const auto &e : std::filesystem::directory_iterator(fmt::format("/proc/{}/fd", pid))) {
+	for (const auto &e : std::filesystem::directory_iterator("/proc/" + pid + "/fd")) {
 		std::error_code ec;
 		auto link = std::filesystem::read_symlink(e.path(), ec).string();
-		if (link.rfind("socket:", 0) == 0)
+		if (link.starts_with(kind))
 			++n;
 	}
 	return n;
@@ -241,9 +244,7 @@ TEST_CASE("1024 lanes keep rpmemd's threads and connections few", "[data][lanes]
 	const std::string provider = GENERATE(as<std::string>{}, "tcp", "sockets");
 	INFO("provider " << provider);
 	sshd server;
-	replica_options ro;
-	ro.provider = provider;
-	replica node(server, ro);
+	replica node(server, {.provider = provider});
 	node.write_poolset("pool.set", {"8M"});
 	local_pool local(8 << 20);
 	auto attr = sample_attr();
@@ -275,7 +276,7 @@ TEST_CASE("1024 lanes keep rpmemd's threads and connections few", "[data][lanes]
 	}
 	unsigned cores = std::thread::hardware_concurrency();
 	INFO("rpmemd threads: " << threads << " (" << names
-	                        << "), sockets: " << count_tcp_connections(pid));
+	                        << "), sockets: " << count_fds(std::to_string(pid), "socket:"));
 	// A sanitizer runtime adds a background thread of its own to every process.
 	const bool sanitized = std::getenv("RPMEM_TEST_DAEMON_ENV") != nullptr;
 	CHECK(threads <= 2 * cores + 4 + (sanitized ? 1 : 0));
@@ -283,7 +284,8 @@ TEST_CASE("1024 lanes keep rpmemd's threads and connections few", "[data][lanes]
 	// With tcp one fabric connection is one TCP socket; sockets opens several per endpoint
 	// (connection manager, listener, data), so there only the endpoint count above applies.
 	if (provider == "tcp")
-		CHECK(count_tcp_connections(pid) <= 16 + 4); // connections + listener + stdio
+		CHECK(count_fds(std::to_string(pid), "socket:") <=
+		      16 + 4); // connections + listener + stdio
 	pool->close();
 	auto file = slurp(node.part("pool.set"));
 	for (unsigned l = 0; l < 1024; ++l)
@@ -323,16 +325,7 @@ TEST_CASE("a newer write over older inline bytes of the same batch wins", "[data
 namespace
 {
 
-/** The descriptors this process has open. */
-std::size_t count_fds()
-{
-	std::size_t n = 0;
-	for ([[maybe_unused]] const auto &e : std::filesystem::directory_iterator("/proc/self/fd"))
-		++n;
-	return n;
-}
-
-/** Opens pipes on a thread until stopped, keeping the last 64, and checks every pipe it
+/** Opens pipes on a thread until stopped, keeping the last 64 pipes, and checks every pipe it
  *  owns is still the one it opened (same inode) before it closes it: a library that closes
  *  a descriptor number twice takes away one of these. */
 class fd_squatter
@@ -407,9 +400,7 @@ TEST_CASE("closing a pool closes each of its descriptors once, and all of them",
 	const std::string provider = GENERATE(as<std::string>{}, "tcp", "sockets");
 	INFO("provider " << provider);
 	sshd server;
-	replica_options ro;
-	ro.provider = provider;
-	replica node(server, ro);
+	replica node(server, {.provider = provider});
 	node.write_poolset("pool.set", {"8M"});
 	local_pool local(8 << 20);
 	auto attr = sample_attr();
@@ -417,7 +408,7 @@ TEST_CASE("closing a pool closes each of its descriptors once, and all of them",
 	unsigned stolen = 0, opened = 0;
 	for (int round = 0; round < 3; ++round) {
 		if (round == 1)
-			before = count_fds();
+			before = count_fds("self");
 		unsigned nlanes = 8;
 		auto pool = remote_pool::create(node.target(), "pool.set", local.data(),
 		                                local.size(), &nlanes, &attr, node.options());
@@ -434,5 +425,5 @@ TEST_CASE("closing a pool closes each of its descriptors once, and all of them",
 	INFO(opened << " pipes opened while pools closed");
 	CHECK(opened > 0);
 	CHECK(stolen == 0);
-	CHECK(count_fds() == before);
+	CHECK(count_fds("self") == before);
 }

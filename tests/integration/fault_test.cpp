@@ -114,6 +114,50 @@ void stall_threads(pid_t pid, const std::string &prefix, std::chrono::millisecon
 		ptrace(PTRACE_DETACH, tid, nullptr, reinterpret_cast<void *>(std::intptr_t(sig)));
 }
 
+/** rpmemd's workers (threads rpmemd-wN) held for `hold` from construction on: the daemon's
+ *  control thread answers pings, nothing on its fabric connections moves. */
+class held_workers
+{
+public:
+	held_workers(pid_t pid, std::chrono::milliseconds hold)
+	{
+		std::promise<unsigned> held;
+		auto n = held.get_future();
+		thread_ = std::jthread([pid, hold, held = std::move(held)]() mutable {
+			stall_threads(pid, "rpmemd-w", hold, held);
+		});
+		REQUIRE(n.get() > 0);
+	}
+	void join() { thread_.join(); }
+
+private:
+	std::jthread thread_;
+};
+
+/** A replica and a pool on it whose client has RPMEM_TIMEOUT = op_timeout and pings every
+ *  `keepalive`, with the PID of the rpmemd serving it. */
+struct timed_pool {
+	sshd server;
+	replica node{server};
+	local_pool local{pool_size};
+	std::unique_ptr<remote_pool> pool;
+	pid_t pid = -1;
+
+	timed_pool(std::chrono::milliseconds op_timeout, std::chrono::milliseconds keepalive,
+	           unsigned nlanes = 2)
+	{
+		node.write_poolset("pool.set", {"8M"});
+		auto attr = sample_attr();
+		auto opts = node.options();
+		opts.tuning->op_timeout = op_timeout;
+		opts.tuning->keepalive = keepalive;
+		pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+		                           &nlanes, &attr, opts);
+		pid = find_rpmemd(node.dir().string());
+		REQUIRE(pid > 0);
+	}
+};
+
 struct ack {
 	std::size_t offset, length;
 	std::uint64_t crc;
@@ -198,13 +242,8 @@ TEST_CASE("rpmemd killed mid-stream: every call fails within 2 s, acknowledged d
 					pool->persist(off, len, lane, 0);
 				} catch (const rpmem::error &e) {
 					auto k = killed_at.load();
-					detect_ms[t] = k ? static_cast<long>(
-					                       std::chrono::duration_cast<
-					                           std::chrono::milliseconds>(
-					                           clk::now().time_since_epoch() -
-					                           clk::duration(k))
-					                           .count())
-					                 : -2;
+					detect_ms[t] =
+					    k ? ms_since(clk::time_point(clk::duration(k))) : -2;
 					errs[t] = e.errnum();
 					msgs[t] = e.message();
 					auto t1 = clk::now();
@@ -433,38 +472,23 @@ TEST_CASE("a slow rpmemd that answers its keep-alive is waited for past RPMEM_TI
 	// The replica's storage is slow: its workers (which receive and make data durable) are
 	// held for three times the client's timeout while its control thread answers pings. A
 	// persist must wait for durability, not break the pool.
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
-	auto attr = sample_attr();
-	auto opts = node.options();
-	opts.tuning->op_timeout = 1000ms;
-	opts.tuning->keepalive = 100ms;
-	unsigned nlanes = 2;
-	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, opts);
-	pid_t pid = find_rpmemd(node.dir().string());
-	REQUIRE(pid > 0);
-	local.fill_random(9, hdr);
-	std::promise<unsigned> held;
-	auto nheld = held.get_future();
-	std::jthread staller([&] { stall_threads(pid, "rpmemd-w", 3000ms, held); });
-	REQUIRE(nheld.get() > 0);
+	timed_pool t(1000ms, 100ms);
+	t.local.fill_random(9, hdr);
+	held_workers workers(t.pid, 3000ms);
 	std::string msg;
 	auto t0 = clk::now();
-	int err = errno_of([&] { pool->persist(hdr, 1 << 20, 0, 0); }, &msg);
+	int err = errno_of([&] { t.pool->persist(hdr, 1 << 20, 0, 0); }, &msg);
 	long took = ms_since(t0);
-	staller.join();
+	workers.join();
 	WARN("persist with rpmemd's workers held for 3000 ms (RPMEM_TIMEOUT 1000 ms): "
 	     << (err ? std::strerror(err) : "success") << " after " << took << " ms");
 	INFO(msg);
 	CHECK(err == 0);
 	CHECK(took > 2000); // it did wait on the held workers, past two timeouts
-	pool->close();
-	auto file = slurp(node.part("pool.set"));
+	t.pool->close();
+	auto file = slurp(t.node.part("pool.set"));
 	REQUIRE(file.size() >= hdr + (1 << 20));
-	CHECK(std::memcmp(file.data() + hdr, local.data() + hdr, 1 << 20) == 0);
+	CHECK(std::memcmp(file.data() + hdr, t.local.data() + hdr, 1 << 20) == 0);
 }
 
 TEST_CASE("keep-alive answers stretch a wait to 12 x RPMEM_TIMEOUT, not for ever",
@@ -472,26 +496,11 @@ TEST_CASE("keep-alive answers stretch a wait to 12 x RPMEM_TIMEOUT, not for ever
 {
 	// rpmemd's control thread answers pings while its workers never get to the request: as
 	// when the fabric path is cut but SSH runs on another network. The wait must end.
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
-	auto attr = sample_attr();
-	auto opts = node.options();
-	opts.tuning->op_timeout = 750ms; // a cap of 9 s
-	opts.tuning->keepalive = 50ms;
-	unsigned nlanes = 2;
-	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, opts);
-	pid_t pid = find_rpmemd(node.dir().string());
-	REQUIRE(pid > 0);
-	std::promise<unsigned> held;
-	auto nheld = held.get_future();
-	std::jthread staller([&] { stall_threads(pid, "rpmemd-w", 13000ms, held); });
-	REQUIRE(nheld.get() > 0);
+	timed_pool t(750ms, 50ms); // a cap of 9 s
+	held_workers workers(t.pid, 13000ms);
 	std::string msg;
 	auto t0 = clk::now();
-	int err = errno_of([&] { pool->persist(hdr, 4096, 0, 0); }, &msg);
+	int err = errno_of([&] { t.pool->persist(hdr, 4096, 0, 0); }, &msg);
 	long took = ms_since(t0);
 	WARN("persist with rpmemd's workers held for 13000 ms while it answers pings "
 	     "(RPMEM_TIMEOUT 750 ms): "
@@ -499,42 +508,30 @@ TEST_CASE("keep-alive answers stretch a wait to 12 x RPMEM_TIMEOUT, not for ever
 	CHECK(err == ETIMEDOUT);
 	CHECK(took > 1500);  // the answered pings did stretch the wait past RPMEM_TIMEOUT
 	CHECK(took < 12500); // and it ended before the workers came back
-	CHECK(msg.find(server.address()) != std::string::npos);
+	CHECK(msg.find(t.server.address()) != std::string::npos);
 }
 
 TEST_CASE("a frozen rpmemd (SIGSTOP) ends a persist with ETIMEDOUT within RPMEM_TIMEOUT",
           "[fault][timeout]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
-	auto attr = sample_attr();
-	auto opts = node.options();
-	opts.tuning->op_timeout = 1000ms;
-	opts.tuning->keepalive = 100ms;
-	unsigned nlanes = 2;
-	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, opts);
-	pid_t pid = find_rpmemd(node.dir().string());
-	REQUIRE(pid > 0);
-	REQUIRE(::kill(pid, SIGSTOP) == 0);
+	timed_pool t(1000ms, 100ms);
+	REQUIRE(::kill(t.pid, SIGSTOP) == 0);
 	std::string msg;
 	auto t0 = clk::now();
-	int err = errno_of([&] { pool->persist(hdr, 1 << 20, 0, 0); }, &msg);
+	int err = errno_of([&] { t.pool->persist(hdr, 1 << 20, 0, 0); }, &msg);
 	long took = ms_since(t0);
-	::kill(pid, SIGCONT);
+	::kill(t.pid, SIGCONT);
 	WARN("persist to a stopped rpmemd (RPMEM_TIMEOUT 1000 ms): " << std::strerror(err)
 	                                                             << " after " << took << " ms");
 	INFO(msg);
 	CHECK(err == ETIMEDOUT);
 	CHECK(took >= 900);
 	CHECK(took < 3000); // the timeout plus scheduling slack: no hang
-	CHECK(msg.find(server.address()) != std::string::npos);
+	CHECK(msg.find(t.server.address()) != std::string::npos);
 	CHECK(msg.find("RPMEM_TIMEOUT") != std::string::npos);
 	// The daemon runs again: closing may succeed or report the lost connection, in time.
 	auto t1 = clk::now();
-	errno_of([&] { pool->close(); });
+	errno_of([&] { t.pool->close(); });
 	CHECK(ms_since(t1) < 3000);
 }
 
@@ -544,21 +541,11 @@ TEST_CASE("a frozen rpmemd ends every thread's call in time, also threads waitin
 	// 1024 lanes on 4 connections and 224 threads, each on its own lane of one connection:
 	// more requests than the connection's queue depth (192), so some threads wait for
 	// request credits, not for their own responses, when the daemon stops.
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
-	auto attr = sample_attr();
-	auto opts = node.options();
-	opts.tuning->op_timeout = 1000ms;
-	opts.tuning->keepalive = 100ms;
-	unsigned nlanes = 1024;
-	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, opts);
+	timed_pool tp(1000ms, 100ms, 1024);
+	auto &pool = tp.pool;
+	const unsigned nlanes = pool->nlanes();
 	REQUIRE(nlanes == 1024);
 	const unsigned nconn = pool->fabric().nendpoints;
-	pid_t pid = find_rpmemd(node.dir().string());
-	REQUIRE(pid > 0);
 	// Lanes l with l % nconn == 0 share connection 0; a lane is one thread's at a time.
 	const unsigned threads = std::min(224u, nlanes / nconn);
 	std::atomic<unsigned> ops{0};
@@ -579,23 +566,18 @@ TEST_CASE("a frozen rpmemd ends every thread's call in time, also threads waitin
 				} catch (const rpmem::error &e) {
 					errs[t] = e.errnum();
 					auto s = stopped_at.load();
-					after_stop[t] = s ? static_cast<long>(
-					                        std::chrono::duration_cast<
-					                            std::chrono::milliseconds>(
-					                            clk::now().time_since_epoch() -
-					                            clk::duration(s))
-					                            .count())
-					                  : -2;
+					after_stop[t] =
+					    s ? ms_since(clk::time_point(clk::duration(s))) : -2;
 				}
 			});
 		while (ops < 200)
 			std::this_thread::sleep_for(1ms);
 		stopped_at = clk::now().time_since_epoch().count();
-		if (::kill(pid, SIGSTOP) != 0)
+		if (::kill(tp.pid, SIGSTOP) != 0)
 			quit = true;
 	} // joins every thread: a call that never returns hangs here (ctest's timeout)
 	CHECK(!quit.load());
-	::kill(pid, SIGCONT);
+	::kill(tp.pid, SIGCONT);
 	long worst = *std::max_element(after_stop.begin(), after_stop.end());
 	WARN("rpmemd stopped -> every one of " << threads << " threads on " << nlanes
 	                                       << " lanes failed within " << worst
