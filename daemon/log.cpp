@@ -118,7 +118,7 @@ void logger::init(const config &cfg)
 	                0600);
 	if (fd < 0) {
 		int err = errno;
-		throw rpmem::error(err, fmt::format("rpmemd: cannot open log file '{}': {}; fix "
+		throw rpmem::error(err, fmt::format("cannot open log file '{}': {}; fix "
 		                                    "log-file or its directory's permissions, or "
 		                                    "set use-syslog = yes",
 		                                    cfg.log_file, std::strerror(err)));
@@ -139,6 +139,12 @@ void logger::replace_sink(sink new_sink, int new_fd, log_level level, bool own_f
 	fd_ = new_fd;
 	own_fd_ = own_fd;
 	threshold_.store(static_cast<int>(level), std::memory_order_relaxed);
+}
+
+int logger::file_fd()
+{
+	std::lock_guard lock(mutex_);
+	return sink_ == sink::fd ? fd_ : -1;
 }
 
 void logger::write(log_level level, std::string_view message)

@@ -50,6 +50,10 @@ public:
 	 * destination stays in place then. */
 	void init(const config &cfg);
 
+	/** The log file's descriptor, or -1 when logging goes to syslog (for a signal handler's
+	 *  last words; stderr counts as a file). */
+	int file_fd();
+
 	/** Whether a message at `level` would be written (cheap; check before costly formatting).
 	 */
 	bool enabled(log_level level) const noexcept

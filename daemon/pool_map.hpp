@@ -6,8 +6,11 @@
 #include "pool_header.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace rpmemd
 {
@@ -31,12 +34,15 @@ private:
 	int fd_ = -1;
 };
 
+class mapped_range;
+
 /** One part's contribution to the pool's address space. */
 struct map_source {
 	int fd = -1;
-	std::uint64_t offset = 0; // file offset: 0, or 4096 past a header of part i > 0
-	std::uint64_t length = 0; // bytes, a multiple of the page size
-	std::string path;         // for messages
+	std::uint64_t offset = 0;        // file offset: 0, or 4096 past a header of part i > 0
+	std::uint64_t length = 0;        // bytes, a multiple of the page size
+	std::string path;                // for messages
+	std::uint64_t dax_alignment = 0; // a Device DAX: persistent memory, mapped this aligned
 };
 
 /**
@@ -70,6 +76,7 @@ private:
 	std::uint64_t size_ = 0;
 	bool map_sync_ = false;
 	bool is_pmem_ = false;
+	std::vector<std::unique_ptr<mapped_range>> ranges_; // for a SIGBUS report (bus_error.hpp)
 };
 
 /** A separate 4 KiB mapping of one part's header, so headers of parts i > 0 (outside the
@@ -77,7 +84,9 @@ private:
 class header_window
 {
 public:
-	header_window(int fd, bool map_sync, bool is_pmem, const std::string &path);
+	/** Maps `length` bytes (a Device DAX's alignment; else the 4 KiB header). */
+	header_window(int fd, bool map_sync, bool is_pmem, const std::string &path,
+	              std::uint64_t length = pool_hdr_size);
 	header_window(const header_window &) = delete;
 	header_window &operator=(const header_window &) = delete;
 	~header_window();
@@ -88,9 +97,17 @@ public:
 
 private:
 	pool_hdr *hdr_ = nullptr;
+	std::uint64_t length_;
 	bool is_pmem_ = false;
 	std::string path_;
 };
+
+/**
+ * The text of a failed system call: "<what>: <strerror(e)>", then what to do (`todo`, or for
+ * the reasons an administrator fixes the same way everywhere: permissions, a read-only or full
+ * file system, limits). Storage errors carry it in message(), the text the client is shown.
+ */
+std::string system_failure(int e, std::string_view what, std::string_view todo = {});
 
 /** The system page size; pool layout assumes 4 KiB (PMDK's x86-64 POOL_HDR_SIZE). */
 std::uint64_t page_size() noexcept;

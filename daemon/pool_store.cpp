@@ -2,10 +2,14 @@
 // rpmemd's pool store (PMDK 1.12.1 rpmemd_db.c + the remote paths of set.c, rewritten).
 #include "pool_store.hpp"
 
+#include "unsafe_shutdown.hpp"
+
 #include "poolset/poolset.hpp"
 
 #include <fmt/format.h>
+#include <libpmem.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <climits>
@@ -57,10 +61,10 @@ status status_of_errno(int e) noexcept
 	throw store_error(st, e, std::move(msg));
 }
 
-/** what() appends strerror(e) to msg. */
-[[noreturn]] void fail_errno(int e, std::string msg)
+/** A failed system call: the message says what failed, the system's reason and what to do. */
+[[noreturn]] void fail_errno(int e, std::string_view what, std::string_view todo = {})
 {
-	throw store_error(status_of_errno(e), e, std::move(msg));
+	throw store_error(status_of_errno(e), e, system_failure(e, what, todo));
 }
 
 bool is_zero(const pool_attr &a) noexcept
@@ -166,6 +170,13 @@ void check_layout(const layout &l, std::uint64_t min_size)
 		fail(status::fatal, ENOTSUP,
 		     fmt::format("pools need a {} byte page size, this host has {}", pool_hdr_size,
 		                 page_size()));
+	if (!l.is_poolset && l.parts[0].size < min_part_size)
+		fail(status::pool_cfg, EINVAL,
+		     fmt::format(
+		         "{} is not a pool set file (its first line is not PMEMPOOLSET) and, "
+		         "at {} bytes, too small to be a pool file (at least {}): if it "
+		         "lists parts, make PMEMPOOLSET its first line",
+		         l.file, l.parts[0].size, min_part_size));
 	if (l.replicas != 1 || l.parts.empty())
 		fail(status::pool_cfg, EINVAL,
 		     fmt::format("{}: a pool set served by rpmemd must have exactly one replica "
@@ -247,7 +258,18 @@ void lock_part(int fd, const std::string &path, std::string_view descriptor)
 	fail_errno(errno, fmt::format("cannot lock pool part {}", path));
 }
 
-part_file open_part(const rpmem::poolset::part &p, std::string_view descriptor)
+/** A Device DAX part as sysfs describes it; refuses other character devices. */
+std::optional<dax_device> dax_of(const sysfs &sys, const struct stat &st,
+                                 const rpmem::poolset::part &p, std::string_view descriptor)
+{
+	try {
+		return sys.device_dax(st, p.path);
+	} catch (const rpmem::error &e) {
+		fail(status::pool_cfg, EINVAL, fmt::format("pool {}: {}", descriptor, e.message()));
+	}
+}
+
+part_file open_part(const rpmem::poolset::part &p, std::string_view descriptor, const sysfs &sys)
 {
 	part_file f{.fd = unique_fd(::open(p.path.c_str(), O_RDWR | O_CLOEXEC)),
 	            .path = p.path,
@@ -258,27 +280,44 @@ part_file open_part(const rpmem::poolset::part &p, std::string_view descriptor)
 	struct stat st = {};
 	if (fstat(f.fd.get(), &st) != 0)
 		fail_errno(errno, fmt::format("cannot stat part {}", p.path));
-	if (!S_ISREG(st.st_mode))
+	auto dax = dax_of(sys, st, p, descriptor);
+	if (!S_ISREG(st.st_mode) && !dax)
 		fail(status::pool_cfg, EINVAL,
-		     fmt::format("part {} of pool {} is not a regular file (Device DAX parts are "
-		                 "not supported)",
+		     fmt::format("part {} of pool {} is neither a regular file nor a Device DAX",
 		                 p.path, descriptor));
 	lock_part(f.fd.get(), p.path, descriptor);
-	if (static_cast<std::uint64_t>(st.st_size) != p.size)
+	// A Device DAX is as large as sysfs says; PMDK too wanted the declared size to match.
+	auto size = dax ? dax->size : static_cast<std::uint64_t>(st.st_size);
+	if (size != p.size)
 		fail(status::pool_cfg, EINVAL,
-		     fmt::format("part {} of pool {} is {} bytes but the pool set declares {}",
-		                 p.path, descriptor, st.st_size, p.size));
+		     fmt::format("part {} of pool {} is {}{} bytes but the pool set declares {}: "
+		                 "declare its size",
+		                 p.path, descriptor, dax ? "a Device DAX of " : "", size, p.size));
+	f.dax_alignment = dax ? dax->alignment : 0;
 	return f;
 }
 
 /** PMDK accepts an existing part of the declared size whose header area is all zeros. */
-void check_unused(const part_file &f, std::string_view descriptor)
+/** A Device DAX has no read(2): its head is read through a mapping of its alignment. */
+std::array<std::uint8_t, pool_hdr_size> read_head(const part_file &f)
 {
 	std::array<std::uint8_t, pool_hdr_size> head{};
-	ssize_t n = pread(f.fd.get(), head.data(), head.size(), 0);
-	if (n < 0)
+	if (f.dax_alignment) {
+		try {
+			header_window w(f.fd.get(), false, true, f.path, f.dax_alignment);
+			std::memcpy(head.data(), &w.hdr(), head.size());
+		} catch (const rpmem::error &e) {
+			throw store_error(status_of_errno(e.errnum()), e.errnum(), e.message());
+		}
+	} else if (pread(f.fd.get(), head.data(), head.size(), 0) < 0) {
 		fail_errno(errno, fmt::format("cannot read part {}", f.path));
-	for (auto b : head)
+	}
+	return head;
+}
+
+void check_unused(const part_file &f, std::string_view descriptor)
+{
+	for (auto b : read_head(f))
 		if (b != 0)
 			fail(
 			    status::exists, EEXIST,
@@ -288,12 +327,12 @@ void check_unused(const part_file &f, std::string_view descriptor)
 			                descriptor, f.path));
 }
 
-part_file create_part(const rpmem::poolset::part &p, std::string_view descriptor)
+part_file create_part(const rpmem::poolset::part &p, std::string_view descriptor, const sysfs &sys)
 {
 	// 0600: the umask can only narrow it; PMDK's rpmemd widened parts to 0666.
 	int fd = ::open(p.path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0 && errno == EEXIST) {
-		part_file f = open_part(p, descriptor);
+	if (fd < 0 && errno == EEXIST) { // an earlier pool's file, or a Device DAX
+		part_file f = open_part(p, descriptor, sys);
 		check_unused(f, descriptor);
 		return f;
 	}
@@ -309,12 +348,40 @@ void allocate_part(const part_file &f)
 {
 	int rc = posix_fallocate(f.fd.get(), 0, static_cast<off_t>(f.size));
 	if (rc != 0)
-		fail_errno(rc, fmt::format("cannot allocate {} bytes for part {}: {}{}", f.size,
-		                           f.path, std::strerror(rc),
-		                           rc == ENOSPC
-		                               ? ": free space on that file system or make the "
-		                                 "part smaller in the pool set"
-		                               : ""));
+		fail_errno(rc, fmt::format("cannot allocate {} bytes for part {}", f.size, f.path));
+}
+
+/** Zeroes the first `len` bytes of a part (a Device DAX through a mapping: it has no
+ *  write(2)); false if that failed. */
+bool zero_head(int fd, const std::string &path, std::uint64_t len,
+               std::uint64_t dax_alignment) noexcept
+{
+	try {
+		if (!dax_alignment) {
+			std::vector<std::uint8_t> zeros(len, 0);
+			return pwrite(fd, zeros.data(), zeros.size(), 0) ==
+			       static_cast<ssize_t>(len);
+		}
+		header_window w(fd, false, true, path, std::max(len, dax_alignment));
+		pmem_memset_persist(&w.hdr(), 0, len);
+		return true;
+	} catch (...) {
+		return false;
+	}
+}
+
+/** Removes a part as PMDK's util_unlink did: unlinks a file, zeroes the head of a Device DAX
+ *  (which outlives any pool on it). Returns 0 or the errno. */
+int remove_part(const part_file &f) noexcept
+{
+	if (!f.dax_alignment)
+		return ::unlink(f.path.c_str()) == 0 ? 0 : errno;
+	unique_fd rw(::open(f.path.c_str(), O_RDWR | O_CLOEXEC));
+	if (rw.get() < 0)
+		return errno;
+	return zero_head(rw.get(), f.path, std::min(dax_zero_length, f.size), f.dax_alignment)
+	           ? 0
+	           : EIO;
 }
 
 void unlink_created(std::vector<part_file> &parts) noexcept
@@ -325,19 +392,45 @@ void unlink_created(std::vector<part_file> &parts) noexcept
 }
 
 /** Opens (create: creates) and locks every part; on failure removes what it created. */
-std::vector<part_file> acquire_parts(const layout &l, std::string_view descriptor, bool create)
+/** PMDK's util_poolset_check_devdax: Device DAX parts are all or none, and several of them
+ *  with a header each need a 4 KiB alignment (a header page must start the next mapping). */
+void check_dax_rules(const std::vector<part_file> &parts, const layout &l,
+                     std::string_view descriptor)
+{
+	for (const auto &f : parts)
+		if ((f.dax_alignment != 0) != (parts[0].dax_alignment != 0))
+			fail(status::pool_cfg, EINVAL,
+			     fmt::format(
+			         "pool {}: either all the parts must be Device DAX or none ({} "
+			         "is{} one, {} is{})",
+			         descriptor, parts[0].path, parts[0].dax_alignment ? "" : " not",
+			         f.path, f.dax_alignment ? "" : " not"));
+	for (const auto &f : parts)
+		if (f.dax_alignment && parts.size() > 1 && l.nhdrs() == parts.size() &&
+		    f.dax_alignment != page_size())
+			fail(status::pool_cfg, EINVAL,
+			     fmt::format(
+			         "pool {}: Device DAX {} has a {}-byte alignment; several Device "
+			         "DAX parts with a header each need 4 KiB: add 'OPTION SINGLEHDR' "
+			         "to the pool set (on both sides), or reconfigure the namespaces",
+			         descriptor, f.path, f.dax_alignment));
+}
+
+std::vector<part_file> acquire_parts(const layout &l, std::string_view descriptor, bool create,
+                                     const sysfs &sys)
 {
 	std::vector<part_file> parts;
 	try {
 		for (const auto &p : l.parts) {
-			parts.push_back(create ? create_part(p, descriptor)
-			                       : open_part(p, descriptor));
+			parts.push_back(create ? create_part(p, descriptor, sys)
+			                       : open_part(p, descriptor, sys));
 			// Locked only once in the vector, so a failed lock still removes the file.
 			if (parts.back().created)
 				lock_part(parts.back().fd.get(), p.path, descriptor);
-			if (create)
+			if (create && !parts.back().dax_alignment) // a device is allocated already
 				allocate_part(parts.back());
 		}
+		check_dax_rules(parts, l, descriptor);
 	} catch (...) {
 		unlink_created(parts);
 		throw;
@@ -350,6 +443,11 @@ std::vector<part_file> acquire_parts(const layout &l, std::string_view descripto
 store_error::store_error(rpmem::control::status st, int errnum, std::string msg)
     : rpmem::error(errnum, msg), status_(st)
 {
+}
+
+const char *store_error::what() const noexcept
+{
+	return message().c_str();
 }
 
 // ---------------------------------------------------------------------------------- pool
@@ -375,10 +473,12 @@ void pool::map_parts()
 	std::vector<map_source> sources;
 	for (std::size_t i = 0; i < parts_.size(); ++i) {
 		auto [off, len] = part_extent(i, parts_[i].size, parts_.size(), nhdrs_);
+		auto align = parts_[i].dax_alignment;
 		sources.push_back({.fd = parts_[i].fd.get(),
 		                   .offset = off,
-		                   .length = len,
-		                   .path = parts_[i].path});
+		                   .length = align ? len & ~(align - 1) : len,
+		                   .path = parts_[i].path,
+		                   .dax_alignment = align});
 	}
 	try {
 		map_ = std::make_unique<pool_map>(sources);
@@ -386,6 +486,13 @@ void pool::map_parts()
 		throw store_error(status_of_errno(e.errnum()), e.errnum(),
 		                  fmt::format("pool {}: {}", descriptor_, e.message()));
 	}
+}
+
+header_window pool::window(unsigned p) const
+{
+	const auto &f = parts_[p];
+	return header_window(f.fd.get(), map_->map_sync(), is_pmem(), f.path,
+	                     std::max<std::uint64_t>(pool_hdr_size, f.dax_alignment));
 }
 
 void pool::write_headers(const pool_attr &attr)
@@ -407,8 +514,13 @@ void pool::write_headers(const pool_attr &attr)
 		links.self = ids[p];
 		links.prev_part = ids[(p + nhdrs_ - 1) % nhdrs_];
 		links.next_part = ids[(p + 1) % nhdrs_];
-		header_window w(parts_[p].fd.get(), map_->map_sync(), is_pmem(), parts_[p].path);
+		auto w = window(p);
 		w.hdr() = make_header(attr, links, static_cast<std::uint64_t>(st.st_ctime), p == 0);
+		if (p == 0 && (attr.incompat_features & feat_incompat_sds)) {
+			// PMDK records the devices' state, then marks the pool open.
+			reset_shutdown_state(w.hdr(), devices());
+			set_shutdown_dirty(w.hdr(), true);
+		}
 		w.persist();
 		if (p == 0)
 			attr_ = header_attr(w.hdr());
@@ -432,9 +544,7 @@ void pool::load_headers()
 		return;
 	std::vector<pool_hdr> hdrs;
 	for (unsigned p = 0; p < nhdrs_; ++p)
-		hdrs.push_back(
-		    header_window(parts_[p].fd.get(), map_->map_sync(), is_pmem(), parts_[p].path)
-		        .hdr());
+		hdrs.push_back(window(p).hdr());
 	auto refuse = [&](unsigned p, const std::string &wrong) {
 		fail(status::pool_cfg, EINVAL,
 		     fmt::format(
@@ -453,14 +563,51 @@ void pool::load_headers()
 			refuse(p, *wrong);
 	check_single_header(load_le(hdrs[0].feat.incompat), "its pool header");
 	attr_ = header_attr(hdrs[0]);
+	check_unsafe_shutdown(hdrs[0]);
 	mark_open(true);
+}
+
+void pool::check_unsafe_shutdown(const pool_hdr &first)
+{
+	if (!(load_le(first.feat.incompat) & feat_incompat_sds))
+		return;
+	auto now = devices();
+	switch (check_shutdown_state(first.sds, now)) {
+	case shutdown_verdict::consistent:
+		return;
+	case shutdown_verdict::adr_failure:
+		fail(status::pool_cfg, EINVAL,
+		     fmt::format(
+		         "pool {}: an ADR failure was detected, the pool might be corrupted: "
+		         "it was open (its shutdown state in {} is dirty) when the devices "
+		         "under it lost power unsafely (their unsafe shutdown count is {}, "
+		         "the pool recorded {}); rebuild this replica from a healthy one "
+		         "('pmempool sync' on the master's pool set does, as PMDK's rpmemd "
+		         "refuses it too)",
+		         descriptor_, parts_[0].path, now.usc, load_le(first.sds.usc)));
+	case shutdown_verdict::reinit: {
+		auto w = window(0);
+		reset_shutdown_state(w.hdr(), now);
+		w.persist();
+	}
+	}
+}
+
+device_state pool::devices() const
+{
+	try {
+		return devices_of(parts_);
+	} catch (const rpmem::error &e) {
+		throw store_error(status_of_errno(e.errnum()), e.errnum(),
+		                  fmt::format("pool {}: {}", descriptor_, e.message()));
+	}
 }
 
 void pool::mark_open(bool open)
 {
 	if (nhdrs_ == 0 || !map_ || marked_open_ == open)
 		return;
-	header_window w(parts_[0].fd.get(), map_->map_sync(), is_pmem(), parts_[0].path);
+	auto w = window(0);
 	if (!(load_le(w.hdr().feat.incompat) & feat_incompat_sds))
 		return;
 	if (!open)
@@ -487,7 +634,7 @@ void pool::set_attr(const std::optional<pool_attr> &attr)
 		                 descriptor_));
 	check_single_header(attr->incompat_features, "the new attributes");
 	for (unsigned p = 0; p < nhdrs_; ++p) {
-		header_window w(parts_[p].fd.get(), map_->map_sync(), is_pmem(), parts_[p].path);
+		auto w = window(p);
 		pool_hdr &h = w.hdr();
 		apply_attr(h, *attr);
 		// Part 0's UUID is the client's; its neighbours' links follow
@@ -509,16 +656,17 @@ void pool::discard() noexcept
 	marked_open_ = false;
 	map_.reset();
 	unlink_created(parts_);
-	// Adopted parts had all-zero headers (check_unused): give them back that way.
-	static const std::array<std::uint8_t, pool_hdr_size> zeros{};
+	// Adopted parts had all-zero headers (check_unused): give them back that way. Best
+	// effort: if it fails, the next create reports the part as in use.
 	for (const auto &f : parts_)
-		if (!f.created && pwrite(f.fd.get(), zeros.data(), zeros.size(), 0) < 0)
-			continue; // best effort: the next create reports the part as in use
+		if (!f.created)
+			zero_head(f.fd.get(), f.path, pool_hdr_size, f.dax_alignment);
 }
 
 // ---------------------------------------------------------------------------- pool_store
 
-pool_store::pool_store(std::string poolset_dir) : dir_(std::move(poolset_dir))
+pool_store::pool_store(std::string poolset_dir, std::string sysfs_root)
+    : dir_(std::move(poolset_dir)), sysfs_(std::move(sysfs_root))
 {
 	if (dir_.empty() || dir_.front() != '/')
 		fail(status::fatal, EINVAL,
@@ -527,7 +675,8 @@ pool_store::pool_store(std::string poolset_dir) : dir_(std::move(poolset_dir))
 		                 dir_));
 	char real[PATH_MAX];
 	if (!realpath(dir_.c_str(), real))
-		fail_errno(errno, fmt::format("poolset directory {}", dir_));
+		fail_errno(errno, fmt::format("cannot use poolset directory {}", dir_),
+		           "create it or set poolset-dir to an existing directory");
 	struct stat st = {};
 	if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode))
 		fail(status::fatal, ENOTDIR,
@@ -558,8 +707,12 @@ std::string pool_store::resolve(std::string_view descriptor) const
 	if (!realpath(path.c_str(), real)) {
 		if (errno == ELOOP)
 			bad("too many symbolic links");
-		fail_errno(errno,
-		           fmt::format("pool set file {} (descriptor '{}')", path, descriptor));
+		fail_errno(
+		    errno,
+		    fmt::format("cannot find pool set file {} (descriptor '{}')", path, descriptor),
+		    fmt::format("write the pool set file in the poolset directory {} or fix "
+		                "the descriptor",
+		                dir_));
 	}
 	std::string_view r(real);
 	if (!r.starts_with(real_dir_) || r.size() <= real_dir_.size() ||
@@ -567,7 +720,7 @@ std::string pool_store::resolve(std::string_view descriptor) const
 		bad(fmt::format("it leads outside the poolset directory {} (to {})", dir_, r));
 	struct stat st = {};
 	if (stat(real, &st) != 0)
-		fail_errno(errno, fmt::format("pool set file {}", real));
+		fail_errno(errno, fmt::format("cannot stat pool set file {}", real));
 	if (!S_ISREG(st.st_mode))
 		bad(fmt::format("{} is not a regular file", real));
 	return std::string(r);
@@ -581,7 +734,7 @@ std::unique_ptr<pool> pool_store::create(std::string_view descriptor,
 	check_layout(l, min_size);
 	check_create_attr(l, attr);
 	std::unique_ptr<pool> p(new pool(std::string(descriptor),
-	                                 acquire_parts(l, descriptor, true), l.nhdrs(),
+	                                 acquire_parts(l, descriptor, true, sysfs_), l.nhdrs(),
 	                                 l.single_header));
 	try {
 		p->map_parts();
@@ -599,7 +752,7 @@ std::unique_ptr<pool> pool_store::open(std::string_view descriptor, std::uint64_
 	layout l = load_layout(resolve(descriptor));
 	check_layout(l, min_size);
 	std::unique_ptr<pool> p(new pool(std::string(descriptor),
-	                                 acquire_parts(l, descriptor, false), l.nhdrs(),
+	                                 acquire_parts(l, descriptor, false, sysfs_), l.nhdrs(),
 	                                 l.single_header));
 	p->map_parts();
 	p->load_headers();
@@ -620,24 +773,45 @@ void pool_store::remove(std::string_view descriptor, bool force, bool remove_poo
 			throw;
 		l.reset();
 	}
+	// As PMDK's rpmemd, a part that cannot be removed does not keep the others (a half-removed
+	// pool set is worse to clean up); a busy pool still keeps all of them (lock_part throws).
+	std::vector<std::string> failures;
+	int first_errno = 0;
+	auto failed = [&](int e, const std::string &path) {
+		if (force)
+			return;
+		first_errno = first_errno ? first_errno : e;
+		failures.push_back(system_failure(
+		    e, fmt::format("cannot remove part {} of pool {}", path, descriptor)));
+	};
 	const std::vector<rpmem::poolset::part> none;
 	std::vector<part_file> locked;
 	for (const auto &p : l ? l->parts : none) {
 		unique_fd fd(::open(p.path.c_str(), O_RDONLY | O_CLOEXEC));
-		if (fd.get() < 0 && force)
+		if (fd.get() < 0) {
+			failed(errno, p.path);
 			continue;
-		if (fd.get() < 0)
-			fail_errno(errno, fmt::format("cannot remove part {} of pool {}", p.path,
-			                              descriptor));
+		}
 		// Busy is reported even with force: a pool in use is never pulled from under
 		// its rpmemd (PMDK's --force silently skipped such parts).
 		lock_part(fd.get(), p.path, descriptor);
-		locked.push_back({.fd = std::move(fd), .path = p.path, .size = p.size});
+		struct stat st = {};
+		auto dax =
+		    fstat(fd.get(), &st) == 0 ? dax_of(sysfs_, st, p, descriptor) : std::nullopt;
+		locked.push_back({.fd = std::move(fd),
+		                  .path = p.path,
+		                  .size = p.size,
+		                  .dax_alignment = dax ? dax->alignment : 0});
 	}
 	for (const auto &f : locked)
-		if (::unlink(f.path.c_str()) != 0 && !force)
-			fail_errno(errno, fmt::format("cannot remove part {} of pool {}", f.path,
-			                              descriptor));
+		if (int e = remove_part(f))
+			failed(e, f.path);
+	if (!failures.empty())
+		throw store_error(
+		    status_of_errno(first_errno), first_errno,
+		    fmt::format("{}. The other parts were removed; the pool set file is "
+		                "kept: fix that and remove again, or use --force",
+		                fmt::join(failures, ". ")));
 	if (remove_poolset_file && (!l || l->is_poolset)) {
 		std::string path = fmt::format("{}/{}", dir_, descriptor);
 		if (::unlink(path.c_str()) != 0 && !force)

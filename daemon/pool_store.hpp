@@ -4,6 +4,7 @@
 // PMDK-compatible headers, one flock per part and descriptors confined to the directory.
 #pragma once
 
+#include "device_dax.hpp"
 #include "pool_map.hpp"
 
 #include "control/messages.hpp"
@@ -19,12 +20,15 @@
 namespace rpmemd
 {
 
-/** A pool store failure: the status rpmemd reports to the client, an errno and a message. */
+/** A pool store failure: the status rpmemd reports to the client, an errno and a message.
+ * The message is complete (it carries the system's reason where there is one), so what() is
+ * the message itself, without a second strerror. */
 class store_error : public rpmem::error
 {
 public:
 	store_error(rpmem::control::status st, int errnum, std::string msg);
 	rpmem::control::status status() const noexcept { return status_; }
+	const char *what() const noexcept override;
 
 private:
 	rpmem::control::status status_;
@@ -41,6 +45,7 @@ struct part_file {
 	std::string path;
 	std::uint64_t size = 0;
 	bool created = false; // created by this store in this create call: removed on failure
+	std::uint64_t dax_alignment = 0; // a Device DAX part: every mapping keeps this alignment
 };
 
 /**
@@ -80,9 +85,14 @@ private:
 	     bool single_header);
 
 	void map_parts();
+	/** Part p's header, mapped on its own (a Device DAX maps its whole alignment). */
+	header_window window(unsigned p) const;
 	void write_headers(const rpmem::control::pool_attr &attr);
 	void load_headers();
 	void check_single_header(std::uint32_t incompat, const char *where) const;
+	/** PMDK's shutdown state check of part 0 (ADR failure: refused; else reinitialised). */
+	void check_unsafe_shutdown(const pool_hdr &first);
+	device_state devices() const;
 	void mark_open(bool open);
 	void discard() noexcept;
 
@@ -98,8 +108,9 @@ private:
 class pool_store
 {
 public:
-	/** poolset_dir must be an absolute path to an existing directory. Throws store_error. */
-	explicit pool_store(std::string poolset_dir);
+	/** poolset_dir must be an absolute path to an existing directory. Throws store_error.
+	 * sysfs_root: where Device DAX parts are looked up (tests give a fake tree). */
+	explicit pool_store(std::string poolset_dir, std::string sysfs_root = "/sys");
 
 	const std::string &poolset_dir() const noexcept { return dir_; }
 
@@ -134,6 +145,7 @@ public:
 private:
 	std::string dir_;      // as given
 	std::string real_dir_; // realpath(dir_), for confinement checks
+	sysfs sysfs_;
 };
 
 } // namespace rpmemd

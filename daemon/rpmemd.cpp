@@ -2,6 +2,7 @@
 // rpmemd: the replica-side daemon. One process per SSH session and at most one pool per
 // process; the SSH login authenticated the user, Unix permissions authorize. stdout carries
 // the control protocol and nothing else.
+#include "bus_error.hpp"
 #include "config.hpp"
 #include "log.hpp"
 #include "pool_store.hpp"
@@ -53,6 +54,20 @@ void send_hello(rpmem::byte_stream &io, ctl::status st, int err, const std::stri
 	ctl::send(io, ctl::encode(h));
 }
 
+/** Tells the client why rpmemd did not start: a failure hello (the client waits for one),
+ *  unless stdout is a terminal or RPMEMD_NO_HELLO is set (rpmemd run by hand). */
+void send_start_failure(const rpmem::error &e)
+{
+	if (isatty(STDOUT_FILENO) || std::getenv("RPMEMD_NO_HELLO"))
+		return;
+	ctl::fd_stream io(STDIN_FILENO, STDOUT_FILENO);
+	try {
+		send_hello(io, ctl::status::fatal, e.errnum(), e.message());
+	} catch (const std::exception &) {
+		// The client is gone: stderr and the exit status are all there is.
+	}
+}
+
 int remove_pool(const rpmemd::config &cfg)
 {
 	try {
@@ -81,13 +96,7 @@ int main(int argc, char **argv)
 		cfg = rpmemd::load(argc, argv, rpmemd::environment::from_process());
 	} catch (const rpmemd::config_error &e) {
 		std::cerr << "rpmemd: " << e.what() << "\n";
-		if (!isatty(STDOUT_FILENO) && !std::getenv("RPMEMD_NO_HELLO")) {
-			ctl::fd_stream io(STDIN_FILENO, STDOUT_FILENO);
-			try {
-				send_hello(io, ctl::status::fatal, EINVAL, e.what());
-			} catch (const std::exception &) {
-			}
-		}
+		send_start_failure(rpmem::error(EINVAL, e.what()));
 		return 255;
 	}
 	if (cfg.help) {
@@ -101,8 +110,14 @@ int main(int argc, char **argv)
 	try {
 		log.init(cfg);
 	} catch (const rpmem::error &e) {
-		rpmemd::log_warn("{} — logging to stderr instead", e.message());
+		// As PMDK's rpmemd: a daemon that cannot log where it was told to does not start,
+		// rather than serve pools with its log going nowhere.
+		std::cerr << "rpmemd: " << e.message() << "\n";
+		if (!cfg.remove_desc)
+			send_start_failure(e);
+		return cfg.remove_desc ? e.errnum() : 1;
 	}
+	rpmemd::report_bus_errors(log.file_fd());
 	if (cfg.remove_desc)
 		return remove_pool(cfg);
 
@@ -117,10 +132,7 @@ int main(int argc, char **argv)
 		return rpmemd::run_session(cfg, store, io, origin.peer, origin.server_address);
 	} catch (const rpmem::error &e) {
 		rpmemd::log_err("start-up failed: {}", e.message());
-		try {
-			send_hello(io, ctl::status::fatal, e.errnum(), e.message());
-		} catch (const std::exception &) {
-		}
+		send_start_failure(e);
 		return 1;
 	}
 }

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config ninja-build
   libfabric-dev libfabric-bin
-  libpmem-dev libpmemobj-dev libpmempool-dev pmdk-tools
+  libpmem-dev libpmem2-dev libpmemobj-dev libpmempool-dev pmdk-tools
   libssh-dev catch2 libfmt-dev libcli11-dev
   openssh-server openssh-client
   clang libclang-rt-14-dev clang-format gnuplot-nox

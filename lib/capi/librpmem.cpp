@@ -36,19 +36,23 @@ int fail(int err, const std::string &message)
 	return -1;
 }
 
-/** Runs f; turns any exception into errno + message. Returns -1 on failure, else f's value. */
-template <class F> auto guarded(const char *what, F &&f) -> decltype(f())
+/**
+ * Runs f; turns any exception into errno + message. Returns -1 on failure, else f's value.
+ * The message does not name the function: as with PMDK, the caller knows which call failed
+ * (and prints it, as examples/01-c-abi.c does); the core's messages already say what failed.
+ */
+template <class F> auto guarded(F &&f) -> decltype(f())
 {
 	try {
 		return f();
 	} catch (const rpmem::error &e) {
-		fail(e.errnum(), std::string(what) + ": " + e.message());
+		fail(e.errnum(), e.message());
 	} catch (const std::bad_alloc &) {
-		fail(ENOMEM, std::string(what) + ": out of memory");
+		fail(ENOMEM, "out of memory");
 	} catch (const std::exception &e) {
-		fail(EINVAL, std::string(what) + ": " + e.what());
+		fail(EINVAL, e.what());
 	} catch (...) {
-		fail(EINVAL, std::string(what) + ": unknown failure");
+		fail(EINVAL, "unknown failure");
 	}
 	return decltype(f())(-1);
 }
@@ -89,11 +93,11 @@ RPMEMpool *start(bool create, const char *target, const char *pool_set_name, voi
 {
 	const char *what = create ? "rpmem_create" : "rpmem_open";
 	if (!target || !pool_set_name) {
-		fail(EINVAL, std::string(what) + ": target and pool set name must not be NULL");
+		fail(EINVAL, "target and pool set name must not be NULL");
 		return nullptr;
 	}
 	RPMEMpool *result = nullptr;
-	guarded(what, [&]() -> int {
+	guarded([&]() -> int {
 		auto handle = std::make_unique<rpmem_pool>();
 		if (create) {
 			ctl::pool_attr attr;
@@ -116,11 +120,11 @@ RPMEMpool *start(bool create, const char *target, const char *pool_set_name, voi
 	return result;
 }
 
-bool check_handle(RPMEMpool *rpp, const char *what)
+bool check_handle(RPMEMpool *rpp)
 {
 	if (rpp && rpp->pool)
 		return true;
-	fail(EINVAL, std::string(what) + ": the pool handle is NULL");
+	fail(EINVAL, "the pool handle is NULL");
 	return false;
 }
 
@@ -147,9 +151,9 @@ rpmem_open(const char *target, const char *pool_set_name, void *pool_addr, size_
 __attribute__((visibility("default"))) int rpmem_set_attr(RPMEMpool *rpp,
                                                           const struct rpmem_pool_attr *attr)
 {
-	if (!check_handle(rpp, "rpmem_set_attr"))
+	if (!check_handle(rpp))
 		return -1;
-	return guarded("rpmem_set_attr", [&] {
+	return guarded([&] {
 		ctl::pool_attr a;
 		if (attr)
 			a = to_attr(*attr);
@@ -161,8 +165,8 @@ __attribute__((visibility("default"))) int rpmem_set_attr(RPMEMpool *rpp,
 __attribute__((visibility("default"))) int rpmem_close(RPMEMpool *rpp)
 {
 	if (!rpp)
-		return fail(EINVAL, "rpmem_close: the pool handle is NULL");
-	int ret = guarded("rpmem_close", [&] {
+		return fail(EINVAL, "the pool handle is NULL");
+	int ret = guarded([&] {
 		rpp->pool->close();
 		return 0;
 	});
@@ -175,9 +179,9 @@ __attribute__((visibility("default"))) int rpmem_close(RPMEMpool *rpp)
 __attribute__((visibility("default"))) int rpmem_flush(RPMEMpool *rpp, size_t offset, size_t length,
                                                        unsigned lane, unsigned flags)
 {
-	if (!check_handle(rpp, "rpmem_flush"))
+	if (!check_handle(rpp))
 		return -1;
-	return guarded("rpmem_flush", [&] {
+	return guarded([&] {
 		rpp->pool->flush(offset, length, lane, flags);
 		return 0;
 	});
@@ -186,9 +190,9 @@ __attribute__((visibility("default"))) int rpmem_flush(RPMEMpool *rpp, size_t of
 __attribute__((visibility("default"))) int rpmem_drain(RPMEMpool *rpp, unsigned lane,
                                                        unsigned flags)
 {
-	if (!check_handle(rpp, "rpmem_drain"))
+	if (!check_handle(rpp))
 		return -1;
-	return guarded("rpmem_drain", [&] {
+	return guarded([&] {
 		rpp->pool->drain(lane, flags);
 		return 0;
 	});
@@ -197,9 +201,9 @@ __attribute__((visibility("default"))) int rpmem_drain(RPMEMpool *rpp, unsigned 
 __attribute__((visibility("default"))) int
 rpmem_persist(RPMEMpool *rpp, size_t offset, size_t length, unsigned lane, unsigned flags)
 {
-	if (!check_handle(rpp, "rpmem_persist"))
+	if (!check_handle(rpp))
 		return -1;
-	return guarded("rpmem_persist", [&] {
+	return guarded([&] {
 		rpp->pool->persist(offset, length, lane, flags);
 		return 0;
 	});
@@ -208,9 +212,9 @@ rpmem_persist(RPMEMpool *rpp, size_t offset, size_t length, unsigned lane, unsig
 __attribute__((visibility("default"))) int rpmem_deep_persist(RPMEMpool *rpp, size_t offset,
                                                               size_t length, unsigned lane)
 {
-	if (!check_handle(rpp, "rpmem_deep_persist"))
+	if (!check_handle(rpp))
 		return -1;
-	return guarded("rpmem_deep_persist", [&] {
+	return guarded([&] {
 		rpp->pool->deep_persist(offset, length, lane);
 		return 0;
 	});
@@ -219,9 +223,9 @@ __attribute__((visibility("default"))) int rpmem_deep_persist(RPMEMpool *rpp, si
 __attribute__((visibility("default"))) int rpmem_read(RPMEMpool *rpp, void *buff, size_t offset,
                                                       size_t length, unsigned lane)
 {
-	if (!check_handle(rpp, "rpmem_read"))
+	if (!check_handle(rpp))
 		return -1;
-	return guarded("rpmem_read", [&] {
+	return guarded([&] {
 		rpp->pool->read(buff, offset, length, lane);
 		return 0;
 	});
@@ -231,8 +235,8 @@ __attribute__((visibility("default"))) int rpmem_remove(const char *target, cons
                                                         int flags)
 {
 	if (!target || !pool_set)
-		return fail(EINVAL, "rpmem_remove: target and pool set name must not be NULL");
-	return guarded("rpmem_remove", [&] {
+		return fail(EINVAL, "target and pool set name must not be NULL");
+	return guarded([&] {
 		remote_pool::remove(target, pool_set, flags);
 		return 0;
 	});

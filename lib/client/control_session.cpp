@@ -41,6 +41,35 @@ std::string shell_quote(const std::string &word)
 	return out + "'";
 }
 
+/** The command's exit status if it ends within a moment; -1 while it still runs. */
+int exit_status_soon(ssh::session &s)
+{
+	try {
+		return s.wait_exit(std::chrono::milliseconds(500));
+	} catch (const rpmem::error &) {
+		return -1;
+	}
+}
+
+/** What the client was doing when the answer `answer` did not come, in the user's words. */
+const char *doing(ctl::msg_type answer)
+{
+	switch (answer) {
+	case ctl::msg_type::create_resp:
+		return "creating the pool";
+	case ctl::msg_type::open_resp:
+		return "opening the pool";
+	case ctl::msg_type::set_attr_resp:
+		return "setting the pool attributes";
+	case ctl::msg_type::close_resp:
+		return "closing the pool";
+	case ctl::msg_type::pong:
+		return "the keep-alive ping";
+	default:
+		return "talking to rpmemd";
+	}
+}
+
 } // namespace
 
 control_session::control_session(const std::string &target, const std::string &command,
@@ -54,13 +83,22 @@ control_session::control_session(const std::string &target, const std::string &c
 	try {
 		h = ctl::expect<ctl::hello>(*ssh_, ctl::msg_type::hello, timeout_);
 	} catch (const ctl::protocol_error &e) {
+		ssh_->terminate();
 		throw rpmem::error(EPROTO,
 		                   fmt::format("{}: '{}' did not answer like rpmemd ({}): check "
 		                               "RPMEM_CMD points to rpmemd",
 		                               host_, command_, e.message()));
 	} catch (const rpmem::error &e) {
 		std::string said = remote_said(*ssh_);
-		int status = ssh_->wait_exit(std::chrono::milliseconds(500));
+		if (e.errnum() == ETIMEDOUT) {
+			ssh_->terminate();
+			throw rpmem::error(ETIMEDOUT,
+			                   fmt::format("{}: rpmemd ('{}') did not answer within "
+			                               "{} ms{}{}",
+			                               host_, command_, timeout_.count(),
+			                               said.empty() ? "" : ": ", said));
+		}
+		int status = exit_status_soon(*ssh_);
 		if (status == 127 || said.find("not found") != std::string::npos ||
 		    said.find("No such file") != std::string::npos)
 			throw rpmem::error(
@@ -68,12 +106,6 @@ control_session::control_session(const std::string &target, const std::string &c
 			                        "({}): install rpmemd on {} or set RPMEM_CMD "
 			                        "to its path",
 			                        host_, command_, said, host_));
-		if (e.errnum() == ETIMEDOUT)
-			throw rpmem::error(ETIMEDOUT,
-			                   fmt::format("{}: rpmemd ('{}') did not answer within "
-			                               "{} ms{}{}",
-			                               host_, command_, timeout_.count(),
-			                               said.empty() ? "" : ": ", said));
 		throw rpmem::error(ECONNRESET,
 		                   fmt::format("{}: rpmemd ('{}') exited before it answered "
 		                               "(exit status {}){}{}",
@@ -94,12 +126,21 @@ control_session::~control_session()
 	stop_keepalive();
 }
 
-void control_session::fail_transport(const rpmem::error &e, const char *what)
+void control_session::fail_transport(const rpmem::error &e, ctl::msg_type answer)
 {
 	std::string said = ssh_ ? remote_said(*ssh_) : std::string();
 	int err = e.errnum() == ETIMEDOUT ? ETIMEDOUT : e.errnum() == EPROTO ? EPROTO : ECONNRESET;
-	throw rpmem::error(err, fmt::format("{}: {} failed: {}{}{}", host_, what, e.message(),
-	                                    said.empty() ? "" : "; rpmemd said: ", said));
+	// rpmemd exits with 1 when it gives a client up: silent past its heartbeat-timeout, or
+	// its control channel closed.
+	bool given_up = err == ECONNRESET && ssh_ && exit_status_soon(*ssh_) == 1;
+	throw rpmem::error(
+	    err, fmt::format("{}: {} failed: {}{}{}{}", host_, doing(answer), e.message(),
+	                     said.empty() ? "" : "; rpmemd said: ", said,
+	                     given_up ? "; rpmemd ends a session whose client is silent for "
+	                                "longer than its heartbeat-timeout: keep RPMEM_KEEPALIVE "
+	                                "on and below a third of it (rpmemd's log says why it "
+	                                "stopped)"
+	                              : ""));
 }
 
 ctl::message control_session::exchange(const std::vector<std::uint8_t> &frame, ctl::msg_type expect,
@@ -113,7 +154,7 @@ ctl::message control_session::exchange(const std::vector<std::uint8_t> &frame, c
 		note_answer();
 		return m;
 	} catch (const rpmem::error &e) {
-		fail_transport(e, ctl::msg_type_name(expect));
+		fail_transport(e, expect);
 	}
 }
 
@@ -126,13 +167,13 @@ ctl::pool_response control_session::request_pool(const ctl::pool_request &req, b
 	try {
 		resp = ctl::decode<ctl::pool_response>(m);
 	} catch (const rpmem::error &e) {
-		fail_transport(e, ctl::msg_type_name(resp_type));
+		fail_transport(e, resp_type);
 	}
 	if (resp.st != ctl::status::success)
 		throw rpmem::error(ctl::status_errno(resp.st),
-		                   fmt::format("{}: {} of pool set '{}' failed: {}{}{}", host_,
+		                   fmt::format("{}: {}: {} of pool set '{}' failed{}{}",
+		                               ctl::status_text(resp.st), host_,
 		                               create ? "create" : "open", req.descriptor,
-		                               ctl::status_text(resp.st),
 		                               resp.message.empty() ? "" : ": ", resp.message));
 	return resp;
 }
@@ -144,8 +185,8 @@ void control_session::set_attr(const std::optional<ctl::pool_attr> &attr)
 	auto resp = ctl::decode<ctl::status_response>(m);
 	if (resp.st != ctl::status::success)
 		throw rpmem::error(ctl::status_errno(resp.st),
-		                   fmt::format("{}: set_attr failed: {}{}{}", host_,
-		                               ctl::status_text(resp.st),
+		                   fmt::format("{}: {}: setting the pool attributes failed{}{}",
+		                               ctl::status_text(resp.st), host_,
 		                               resp.message.empty() ? "" : ": ", resp.message));
 }
 
@@ -157,12 +198,13 @@ void control_session::close(std::uint32_t flags)
 	auto m =
 	    exchange(ctl::encode(ctl::close_request{flags}), ctl::msg_type::close_resp, timeout_);
 	auto resp = ctl::decode<ctl::status_response>(m);
+	// rpmemd answers once the pool is closed and unlocked; it then closes what is left of its
+	// fabric and exits by itself: nothing to wait for.
 	ssh_->close_stdin();
-	ssh_->wait_exit(std::chrono::milliseconds(2000));
 	if (resp.st != ctl::status::success)
 		throw rpmem::error(ctl::status_errno(resp.st),
-		                   fmt::format("{}: close failed: {}{}{}", host_,
-		                               ctl::status_text(resp.st),
+		                   fmt::format("{}: {}: closing the pool failed{}{}",
+		                               ctl::status_text(resp.st), host_,
 		                               resp.message.empty() ? "" : ": ", resp.message));
 }
 
@@ -261,9 +303,10 @@ void remove_remote(const std::string &target, const std::string &descriptor, int
 	int status = s->wait_exit(timeout);
 	if (status != 0) {
 		std::string said = remote_said(*s);
+		// PMDK's rpmem_remove said "remote command failed" and nothing more.
 		throw rpmem::error(status > 0 ? status : ECONNRESET,
-		                   fmt::format("{}: removing pool set '{}' failed (rpmemd exit "
-		                               "status {}){}{}",
+		                   fmt::format("remote command failed: {}: removing pool set '{}' "
+		                               "failed (rpmemd exit status {}){}{}",
 		                               t.host, descriptor, status, said.empty() ? "" : ": ",
 		                               said));
 	}

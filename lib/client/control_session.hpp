@@ -57,7 +57,8 @@ public:
 	const std::string &command() const { return command_; }
 
 private:
-	[[noreturn]] void fail_transport(const rpmem::error &e, const char *what);
+	/** Throws e as a failure of the exchange that expected `answer`, with what rpmemd said. */
+	[[noreturn]] void fail_transport(const rpmem::error &e, control::msg_type answer);
 	control::message exchange(const std::vector<std::uint8_t> &frame, control::msg_type expect,
 	                          std::chrono::milliseconds timeout);
 	void keepalive_loop(std::chrono::milliseconds interval);

@@ -25,6 +25,18 @@ bool page_aligned(std::uintptr_t v)
 	return (v & (page - 1)) == 0;
 }
 
+/** A name the control protocol cannot carry is refused before SSH and rpmemd are started. */
+void check_descriptor_size(const std::string &target, const std::string &descriptor)
+{
+	if (descriptor.size() > ctl::max_string)
+		throw rpmem::error(
+		    EINVAL, fmt::format("{}: pool set name '{}...' is {} bytes long, "
+		                        "more than the {} rpmemd accepts: use a "
+		                        "shorter name",
+		                        ssh::parse_target(target).host, descriptor.substr(0, 32),
+		                        descriptor.size(), ctl::max_string));
+}
+
 void check_pool_args(const std::string &target, const std::string &descriptor, void *addr,
                      std::size_t size, unsigned *nlanes)
 {
@@ -32,6 +44,7 @@ void check_pool_args(const std::string &target, const std::string &descriptor, v
 		throw rpmem::error(EINVAL, "target is empty: give [user@]host[:port]");
 	if (descriptor.empty())
 		throw rpmem::error(EINVAL, "pool set name is empty");
+	check_descriptor_size(target, descriptor);
 	if (!addr || !page_aligned(reinterpret_cast<std::uintptr_t>(addr)))
 		throw rpmem::error(EINVAL,
 		                   fmt::format("pool address {} is not page aligned", addr));
@@ -131,6 +144,7 @@ void remote_pool::remove(const std::string &target, const std::string &descripto
 		throw rpmem::error(EINVAL, fmt::format("unknown rpmem_remove flags {:#x}", flags));
 	if (target.empty() || descriptor.empty())
 		throw rpmem::error(EINVAL, "target and pool set name must not be empty");
+	check_descriptor_size(target, descriptor);
 	const settings s = opts.tuning ? *opts.tuning : process_settings();
 	remove_remote(target, descriptor, flags,
 	              opts.command.empty() ? next_command() : opts.command,

@@ -51,6 +51,38 @@ const char *status_text(status s) noexcept
 	return v < status_count ? status_table[v].text : "Unknown status";
 }
 
+bool known_method(std::uint32_t v) noexcept
+{
+	return v >= static_cast<std::uint32_t>(persist_method::gpspm) &&
+	       v <= static_cast<std::uint32_t>(persist_method::commit);
+}
+
+const char *to_string(persist_method m) noexcept
+{
+	switch (m) {
+	case persist_method::gpspm:
+		return "gpspm";
+	case persist_method::apm:
+		return "apm";
+	case persist_method::commit:
+		return "commit";
+	}
+	return "unknown";
+}
+
+const char *describe(persist_method m) noexcept
+{
+	switch (m) {
+	case persist_method::gpspm:
+		return "GPSPM (rpmemd persists each range and answers)";
+	case persist_method::apm:
+		return "APM (an RDMA read proves the writes reached the persistence domain)";
+	case persist_method::commit:
+		return "commit (a write is durable when it completes, FI_COMMIT_COMPLETE)";
+	}
+	return "an unknown persistence method";
+}
+
 bool pool_attr::is_zero() const noexcept
 {
 	auto zero = [](const auto &a) {

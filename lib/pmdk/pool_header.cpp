@@ -12,6 +12,7 @@
 #include <cstring>
 #include <sys/random.h>
 #include <sys/types.h>
+#include <vector>
 
 namespace rpmem::pmdk
 {
@@ -189,12 +190,48 @@ void set_shutdown_dirty(pool_hdr &hdr, bool dirty)
 {
 	if (!(load_le(hdr.feat.incompat) & feat_incompat_sds))
 		return;
-	// usc/uuid stay as found (zero for pools created here): reading a device's unsafe
-	// shutdown count needs libpmem2/ndctl, so an ADR failure is not detected; PMDK writes
-	// the same zeros where the device offers no count.
 	hdr.sds.dirty = dirty ? 1 : 0;
 	seal_shutdown_state(hdr.sds);
 	seal(hdr); // without CKSUM_2K the header checksum covers the shutdown state
+}
+
+std::uint64_t device_id_checksum(std::string_view id) noexcept
+{
+	std::vector<std::uint8_t> padded(id.size() + 4 - id.size() % 4, 0);
+	if (!id.empty()) // an empty view may have no data pointer at all
+		std::memcpy(padded.data(), id.data(), id.size());
+	return fletcher64(padded, padded.size(), padded.size());
+}
+
+shutdown_verdict check_shutdown_state(const shutdown_state &recorded, const device_state &now)
+{
+	shutdown_state current{};
+	store_le(current.usc, now.usc);
+	store_le(current.uuid, now.id_sum);
+	seal_shutdown_state(current);
+	if (is_zero(bytes_of(recorded)))
+		return is_zero(bytes_of(current)) ? shutdown_verdict::consistent
+		                                  : shutdown_verdict::reinit;
+	bool same_devices =
+	    load_le(recorded.usc) == now.usc && load_le(recorded.uuid) == now.id_sum;
+	std::uint64_t sum =
+	    fletcher64(bytes_of(recorded), offsetof(shutdown_state, checksum), sizeof(recorded));
+	if (load_le(recorded.checksum) != sum) // killed while opening or closing the pool
+		return shutdown_verdict::reinit;
+	if (same_devices) // not closed, but no power was lost unsafely
+		return recorded.dirty ? shutdown_verdict::reinit : shutdown_verdict::consistent;
+	return recorded.dirty ? shutdown_verdict::adr_failure : shutdown_verdict::reinit;
+}
+
+void reset_shutdown_state(pool_hdr &hdr, const device_state &now)
+{
+	if (!(load_le(hdr.feat.incompat) & feat_incompat_sds))
+		return;
+	hdr.sds = shutdown_state{};
+	store_le(hdr.sds.usc, now.usc);
+	store_le(hdr.sds.uuid, now.id_sum);
+	seal_shutdown_state(hdr.sds);
+	seal(hdr);
 }
 
 std::optional<std::string> check_header_alone(const pool_hdr &hdr)

@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace rpmem::pmdk
 {
@@ -158,6 +159,31 @@ void apply_attr(pool_hdr &hdr, const rpmem::control::pool_attr &attr);
 
 /** Records whether the pool is open in the shutdown state (no-op without the SDS feature). */
 void set_shutdown_dirty(pool_hdr &hdr, bool dirty);
+
+/** What the devices under a pool's parts say now (PMDK's shutdown_state_add_part): the sum of
+ *  their unsafe shutdown counts and the sum of the checksums of their ids; zeros where the
+ *  devices keep no count (any file system that is not on persistent memory). */
+struct device_state {
+	std::uint64_t usc = 0;
+	std::uint64_t id_sum = 0;
+};
+
+/** PMDK's checksum of a device id as shutdown_state_add_part sums it (the id padded with
+ *  zeros to the next multiple of 4 bytes, always at least one byte more). */
+std::uint64_t device_id_checksum(std::string_view id) noexcept;
+
+enum class shutdown_verdict {
+	consistent, // nothing to do
+	reinit,     // record the devices' state anew: no sign of lost data
+	adr_failure // dirty and the devices lost power unsafely since: the pool may be corrupt
+};
+
+/** PMDK 1.12.1 shutdown_state_check: compares part 0's recorded state with the devices'. */
+shutdown_verdict check_shutdown_state(const shutdown_state &recorded, const device_state &now);
+
+/** Records `now` as a clean shutdown state (PMDK's shutdown_state_reinit); no-op without the
+ *  SDS feature. */
+void reset_shutdown_state(pool_hdr &hdr, const device_state &now);
 
 /** What is wrong with a header on its own (all zeros, bad checksum); nullopt when valid. */
 std::optional<std::string> check_header_alone(const pool_hdr &hdr);

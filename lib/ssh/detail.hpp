@@ -62,6 +62,8 @@ public:
 		bytes_.insert(bytes_.end(), p, p + len);
 	}
 	std::size_t size() const { return bytes_.size() - head_; }
+	/** Whether anything ever arrived (a command that answered once was installed). */
+	bool ever_received() const { return !bytes_.empty() || head_ > 0; }
 	void take(std::span<std::uint8_t> out)
 	{
 		std::copy_n(bytes_.begin() + static_cast<std::ptrdiff_t>(head_), out.size(),
@@ -97,8 +99,9 @@ inline std::string endpoint(const std::string &host, unsigned port)
 	return h + ":" + std::to_string(port);
 }
 
-/** "<what> on <host> ... : <stderr, trimmed to its last lines>" for ECONNRESET messages. */
+/** "<what> on <host> ... : <stderr, trimmed to its last lines>" for ECONNRESET messages.
+ *  answered: the command wrote to stdout before it ended (so it was there and ran). */
 std::string ended_message(const std::string &command, const std::string &host,
-                          const std::string &stderr_text, const std::string &status);
+                          const std::string &stderr_text, const std::string &status, bool answered);
 
 } // namespace rpmem::ssh::detail

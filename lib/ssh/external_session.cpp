@@ -54,6 +54,7 @@ public:
 	}
 	void close_stdin() override { child_.close_stdin(); }
 	int wait_exit(std::chrono::milliseconds timeout) override;
+	void terminate() override { child_.close_stdin(); }
 	std::string host() const override { return target_.host; }
 
 private:
@@ -126,7 +127,8 @@ void external_session::throw_ended()
 	std::string status = !code       ? ""
 	                     : *code < 0 ? "ssh killed by a signal"
 	                                 : fmt::format("exit status {}", *code);
-	throw rpmem::error(ECONNRESET, ended_message(command_, where_, stderr_.text(), status));
+	throw rpmem::error(ECONNRESET, ended_message(command_, where_, stderr_.text(), status,
+	                                             stdout_.ever_received()));
 }
 
 void external_session::write_all(std::span<const std::uint8_t> data)
@@ -183,8 +185,13 @@ int external_session::wait_exit(std::chrono::milliseconds timeout)
 	for (;;) {
 		// Keep draining: a child blocked on a full stdout/stderr would never exit.
 		poll_once(0, false);
-		if (auto code = child_.wait(std::chrono::milliseconds(until.poll_ms(20))))
+		if (auto code = child_.wait(std::chrono::milliseconds(until.poll_ms(20)))) {
+			// What ssh wrote last may still sit in the pipe (or in a grandchild's).
+			deadline drain(std::chrono::milliseconds(500));
+			while (!err_eof_ && !drain.expired())
+				poll_once(drain.poll_ms(), false);
 			return *code;
+		}
 		if (until.expired())
 			throw rpmem::error(ETIMEDOUT,
 			                   fmt::format("'{}' on {} still runs after {} ms",

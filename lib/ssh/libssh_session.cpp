@@ -120,8 +120,8 @@ std::string libssh_session::status_text() const
 void libssh_session::throw_ended()
 {
 	settle();
-	throw rpmem::error(ECONNRESET,
-	                   ended_message(command_, where_, stderr_.text(), status_text()));
+	throw rpmem::error(ECONNRESET, ended_message(command_, where_, stderr_.text(),
+	                                             status_text(), stdout_.ever_received()));
 }
 
 void libssh_session::write_all(std::span<const std::uint8_t> data)
@@ -202,8 +202,14 @@ int libssh_session::wait_exit(std::chrono::milliseconds timeout)
 {
 	deadline until(timeout);
 	for (bool polled = false;; polled = true) {
-		if (exit_status_)
+		if (exit_status_) {
+			// sshd may send the exit status before the last of the command's stderr it
+			// has not read yet; the channel's EOF comes after all of it.
+			deadline drain(std::chrono::milliseconds(500));
+			while (!eof_ && !closed_ && !lost_ && !drain.expired())
+				pump(drain.poll_ms());
 			return *exit_status_;
+		}
 		if (closed_ || lost_)
 			return -1;
 		if (polled && until.expired())
@@ -212,6 +218,20 @@ int libssh_session::wait_exit(std::chrono::milliseconds timeout)
 			                               command_, where_, timeout.count()));
 		pump(until.poll_ms());
 	}
+}
+
+void libssh_session::terminate()
+{
+	if (closed_ || lost_ || exit_status_)
+		return;
+	// Closing the channel alone leaves a command that never reads its input running on the
+	// node (sshd signals nothing for sessions without a terminal).
+	deadline until(std::chrono::milliseconds(1000));
+	if (ssh_channel_request_send_signal(h_.channel, "TERM") == SSH_ERROR ||
+	    ssh_blocking_flush(h_.ssh, until.poll_ms()) == SSH_ERROR)
+		lost_ = ssh_error();
+	if (!lost_ && ssh_channel_close(h_.channel) != SSH_ERROR)
+		ssh_blocking_flush(h_.ssh, until.poll_ms());
 }
 
 } // namespace rpmem::ssh::detail

@@ -36,6 +36,10 @@ std::vector<std::string> split_paths(std::string_view list)
 	return paths;
 }
 
+/** Below this an SSH setup step (TCP connect, key exchange, authentication, exec) cannot
+ *  finish even on loopback: such a value is a mistake, most often seconds meant as ms. */
+constexpr long long min_connect_timeout_ms = 1000;
+
 std::chrono::milliseconds parse_timeout(const std::string &text)
 {
 	long long ms = 0;
@@ -44,6 +48,12 @@ std::chrono::milliseconds parse_timeout(const std::string &text)
 		throw rpmem::error(EINVAL, fmt::format("RPMEM_SSH_TIMEOUT='{}' is not a positive "
 		                                       "number of milliseconds: fix or unset it",
 		                                       text));
+	if (ms < min_connect_timeout_ms)
+		throw rpmem::error(EINVAL,
+		                   fmt::format("RPMEM_SSH_TIMEOUT={} is in milliseconds, and {} ms "
+		                               "is too short for an SSH connection to be set up "
+		                               "(at least {}): did you mean {} ({} seconds)?",
+		                               ms, ms, min_connect_timeout_ms, ms * 1000, ms));
 	return std::chrono::milliseconds(ms);
 }
 

@@ -37,7 +37,8 @@ struct options {
 	std::string external_program;
 
 	/** Defaults overridden by the RPMEM_SSH* variables; throws rpmem::error(EINVAL) naming the
-	 *  variable when RPMEM_SSH_TIMEOUT is not a positive decimal number of milliseconds. */
+	 *  variable when RPMEM_SSH_TIMEOUT is not a decimal number of milliseconds of at least
+	 *  1000 (a smaller value cannot work, and is most likely seconds). */
 	static options from_environment();
 };
 

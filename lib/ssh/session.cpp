@@ -23,7 +23,7 @@ namespace detail
 {
 
 std::string ended_message(const std::string &command, const std::string &host,
-                          const std::string &stderr_text, const std::string &status)
+                          const std::string &stderr_text, const std::string &status, bool answered)
 {
 	// One line: stderr lines joined, the tail kept (the shell's complaint comes last).
 	constexpr std::size_t max_len = 2000;
@@ -43,6 +43,10 @@ std::string ended_message(const std::string &command, const std::string &host,
 	                        status.empty() ? "" : " (" + status + ")");
 	if (text.empty() && status == "exit status 0")
 		return what + " before sending what was expected";
+	// Where to look next: a command that never answered and just exited may not be there; one
+	// that answered, or was killed, ran, and its own log (or the node's) says more.
+	if (text.empty() && (answered || status.starts_with("killed")))
+		return what + " without a message on stderr";
 	if (text.empty())
 		return what + " without a message on stderr: check that it is installed there and "
 		              "runs for the SSH user";

@@ -64,8 +64,14 @@ public:
 	virtual void close_stdin() = 0;
 	/** Waits for the command to end: its exit status 0..255, or -1 when it died by a signal or
 	 *  the status is unknown (the connection closed without one). ETIMEDOUT if still running.
+	 *  Once it returns a status, stderr_text() holds everything the command wrote there.
 	 */
 	virtual int wait_exit(std::chrono::milliseconds timeout) = 0;
+	/** Ends a command the caller gives up on, without waiting for it. libssh: a "signal"
+	 *  request makes sshd send SIGTERM to the command's process group, then the channel
+	 *  closes. An external ssh cannot signal: its input is closed and the destructor ends it,
+	 *  so the remote command only sees its input end. */
+	virtual void terminate() = 0;
 	/** The host as given in the target, for messages. */
 	virtual std::string host() const = 0;
 

@@ -196,3 +196,62 @@ TEST_CASE("capi: a dead rpmemd is ECONNRESET on the next call, not a hang", "[ca
 	CHECK(rpmem_persist(rpp, 4096, 64, 1, 0) != 0);
 	rpmem_close(rpp);
 }
+
+TEST_CASE("capi: failed open, create and remove begin with PMDK's text", "[capi][pmdk]")
+{
+	auto &e = env();
+	e.node.write_poolset("text.set", {"8M"});
+	local_pool local(pool_size), other(pool_size);
+	auto attr = c_attr();
+	unsigned nlanes = 1;
+	auto starts = [](const std::string &pmdk_text) {
+		std::string msg = rpmem_errormsg();
+		INFO(msg);
+		CHECK(msg.rfind(pmdk_text + ": ", 0) == 0);
+		CHECK(msg.find(env().server.address()) != std::string::npos);
+	};
+	CHECK(rpmem_open(e.target().c_str(), "nothere.set", local.data(), pool_size, &nlanes,
+	                 nullptr) == nullptr);
+	starts("Pool set or its part doesn't exist or it is unavailable");
+	RPMEMpool *rpp =
+	    rpmem_create(e.target().c_str(), "text.set", local.data(), pool_size, &nlanes, &attr);
+	REQUIRE(rpp);
+	CHECK(rpmem_open(e.target().c_str(), "text.set", other.data(), pool_size, &nlanes,
+	                 nullptr) == nullptr);
+	starts("Pool already in use");
+	CHECK(rpmem_close(rpp) == 0);
+	CHECK(rpmem_create(e.target().c_str(), "text.set", local.data(), pool_size, &nlanes,
+	                   &attr) == nullptr);
+	starts("Pool already exists");
+	CHECK(rpmem_remove(e.target().c_str(), "text.set", RPMEM_REMOVE_POOL_SET) == 0);
+	CHECK(rpmem_remove(e.target().c_str(), "text.set", 0) != 0);
+	starts("remote command failed");
+}
+
+TEST_CASE("capi: rpmem_errormsg names the failure once, without the function's name",
+          "[capi][messages]")
+{
+	auto &e = env();
+	e.node.write_poolset("once.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = c_attr();
+	unsigned nlanes = 1;
+	RPMEMpool *rpp =
+	    rpmem_create(e.target().c_str(), "once.set", local.data(), pool_size, &nlanes, &attr);
+	REQUIRE(rpp);
+	auto check = [](int ret, const char *function) {
+		std::string msg = rpmem_errormsg();
+		INFO(msg);
+		CHECK(ret != 0);
+		CHECK(msg.find(function) == std::string::npos);
+	};
+	check(rpmem_persist(rpp, 4096, 64, nlanes, 0), "rpmem_persist");
+	check(rpmem_flush(rpp, 4096, 64, 0, 0x4), "rpmem_flush");
+	check(rpmem_read(rpp, local.data(), pool_size - 10, 64, 0), "rpmem_read");
+	check(rpmem_close(nullptr), "rpmem_close");
+	CHECK(rpmem_close(rpp) == 0);
+	CHECK(rpmem_open(e.target().c_str(), "nothere.set", local.data(), pool_size, &nlanes,
+	                 nullptr) == nullptr);
+	check(-1, "rpmem_open");
+	CHECK(rpmem_remove(e.target().c_str(), "once.set", RPMEM_REMOVE_POOL_SET) == 0);
+}

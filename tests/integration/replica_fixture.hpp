@@ -7,6 +7,8 @@
 #include "client/remote_pool.hpp"
 #include "support/sshd.hpp"
 
+#include <rdma/fabric.h>
+
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
@@ -47,14 +49,68 @@ struct replica_options {
 	fs::path parent = "/tmp"; // where the poolset dir lives: /tmp (ext4) or /dev/shm
 	bool apm = false;         // rpmemd --persist-apm with PMEM_IS_PMEM_FORCE=1
 	bool force_pmem = false;  // PMEM_IS_PMEM_FORCE=1 without APM
+	bool commit = false;      // rpmemd --persist-commit with PMEM_IS_PMEM_FORCE=1
 	std::string provider = "tcp";
+	std::string daemon_args{};                            // more rpmemd options
+	fabric::wait_mode wait = fabric::wait_mode::adaptive; // the client's waits
+	// Both sides' memory registration mode (RPMEM_MR_MODE, rpmemd --mr-mode).
+	fabric::mr_mode mr = fabric::mr_mode::automatic;
+	bool force_local_mr = false;  // the client passes local descriptors as under FI_MR_LOCAL
+	std::int64_t inline_max = -1; // RPMEM_INLINE_MAX (-1: what the client measures at connect)
 };
+
+/**
+ * The suite runs some tests again with RPMEM_TEST_VARIANT set (tests/CMakeLists.txt): "commit"
+ * (pools on /dev/shm, forced pmem, rpmemd --persist-commit: the commit method), "basic"
+ * (FI_MR_BASIC on both sides) or "sockets-basic" (the same on the sockets provider).
+ */
+inline replica_options with_variant(replica_options o)
+{
+	const char *v = std::getenv("RPMEM_TEST_VARIANT");
+	std::string variant = v ? v : "";
+	if (variant == "commit") {
+		o.parent = "/dev/shm";
+		o.commit = true;
+	} else if (variant == "basic") {
+		o.mr = fabric::mr_mode::basic;
+	} else if (variant == "sockets-basic") {
+		o.provider = "sockets";
+		o.mr = fabric::mr_mode::basic;
+	} else if (!variant.empty()) {
+		throw std::runtime_error("RPMEM_TEST_VARIANT=" + variant +
+		                         ": not commit, basic or sockets-basic");
+	}
+	return o;
+}
+
+/** Checks that a pool opened under RPMEM_TEST_VARIANT took the variant's method, provider and
+ * MR mode (mr_mode as rpmemd reported it): a variant that silently fell back tests nothing. */
+inline void check_variant(const std::string &method, const std::string &provider,
+                          std::uint64_t mr_mode)
+{
+	const char *v = std::getenv("RPMEM_TEST_VARIANT");
+	std::string variant = v ? v : "";
+	INFO("RPMEM_TEST_VARIANT=" << variant << ": method " << method << ", provider " << provider
+	                           << ", mr_mode " << mr_mode);
+	if (variant == "commit")
+		CHECK(method == "commit");
+	if (variant == "basic" || variant == "sockets-basic")
+		CHECK(mr_mode == (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY));
+	if (variant == "sockets-basic")
+		CHECK(provider == "sockets");
+}
+
+inline void check_variant(const client::remote_pool &pool)
+{
+	check_variant(control::to_string(pool.method()), pool.fabric().provider,
+	              pool.fabric().mr_mode);
+}
 
 class replica
 {
 public:
 	explicit replica(sshd &server, replica_options o = {})
-	    : server_(server), opts_(std::move(o)),
+	    : server_(server), opts_(with_variant(std::move(o))),
 	      dir_(make_temp_dir(opts_.parent, "rpmem-replica-"))
 	{
 	}
@@ -91,15 +147,27 @@ public:
 	std::string command() const
 	{
 		std::string env;
-		if (opts_.apm || opts_.force_pmem)
+		if (opts_.apm || opts_.force_pmem || opts_.commit)
 			env = "PMEM_IS_PMEM_FORCE=1 ";
-		if (const char *extra = std::getenv("RPMEM_TEST_DAEMON_ENV"))
+		const char *extra = std::getenv("RPMEM_TEST_DAEMON_ENV");
+		if (extra)
 			env += std::string(extra) + " ";
-		return fmt::format("{}{} --poolset-dir={} --log-file={} --log-level=info{}{}", env,
-		                   RPMEM_TEST_RPMEMD, dir_.string(), log_file().string(),
-		                   opts_.apm ? " --persist-apm" : "",
-		                   std::getenv("RPMEM_TEST_DAEMON_ENV") ? " 2>>/tmp/rpmemd.stderr"
-		                                                        : "");
+		std::string args = fmt::format("--poolset-dir={} --log-file={} --log-level=info",
+		                               dir_.string(), log_file().string());
+		if (opts_.apm)
+			args += " --persist-apm";
+		if (opts_.commit)
+			args += " --persist-commit";
+		if (opts_.mr != fabric::mr_mode::automatic)
+			args += fmt::format(" --mr-mode={}", fabric::to_string(opts_.mr));
+		if (!opts_.daemon_args.empty())
+			args += " " + opts_.daemon_args;
+		if (!extra)
+			return fmt::format("{}{} {}", env, RPMEM_TEST_RPMEMD, args);
+		// exec: with a redirection the remote shell would otherwise fork and outlive
+		// rpmemd, reporting a signal that killed it as exit status 128 + N.
+		return fmt::format("exec env {}{} {} 2>>/tmp/rpmemd.stderr", env, RPMEM_TEST_RPMEMD,
+		                   args);
 	}
 
 	client::pool_options options() const
@@ -111,10 +179,15 @@ public:
 		    client::read_settings([](const char *) -> const char * { return nullptr; });
 		s.providers = opts_.provider;
 		s.op_timeout = std::chrono::milliseconds(5000);
+		s.wait = opts_.wait;
+		s.mr_mode = opts_.mr;
+		s.force_local_mr = opts_.force_local_mr;
+		s.inline_max = opts_.inline_max;
 		o.tuning = s;
 		return o;
 	}
 
+	const replica_options &opts() const { return opts_; }
 	std::string target() const { return server_.target().str(); }
 	sshd &server() { return server_; }
 

@@ -77,6 +77,14 @@ std::vector<std::uint8_t> random_bytes(std::size_t n)
 	return v;
 }
 
+/**
+ * How long a test waits for a remote command's output or exit. It only detects hangs: the
+ * command starts through root's login shell, whose rc files take seconds here when many tests
+ * log in at once (root's ~/.bashrc runs pyenv rehash, which other logins wait for behind a lock
+ * file: 8 concurrent `sleep 0.5; echo x` took 6 to 12 s, with OpenSSH's client too).
+ */
+constexpr auto remote_bound = 120s;
+
 double seconds_since(clock_type::time_point t0)
 {
 	return std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -101,12 +109,12 @@ TEST_CASE("cat echoes 1 MiB of binary data unchanged", "[ssh][integration]")
 	constexpr std::size_t chunk = 64 * 1024;
 	for (std::size_t off = 0; off < data.size(); off += chunk) {
 		s->write_all(std::span(data).subspan(off, chunk));
-		s->read_exact(std::span(back).subspan(off, chunk), 10s);
+		s->read_exact(std::span(back).subspan(off, chunk), remote_bound);
 	}
 	bool same = back == data; // not CHECK(back == data): Catch would print a MiB on failure
 	CHECK(same);
 	s->close_stdin();
-	CHECK(s->wait_exit(10s) == 0);
+	CHECK(s->wait_exit(remote_bound) == 0);
 	CHECK(s->host() == server().address());
 }
 
@@ -115,10 +123,10 @@ TEST_CASE("exit status and stderr of the remote command", "[ssh][integration]")
 	auto k = GENERATE(kind::libssh, kind::external);
 	INFO(name(k));
 	auto s = start("sh -c 'echo oops >&2; exit 3'", k);
-	CHECK(s->wait_exit(10s) == 3);
+	CHECK(s->wait_exit(remote_bound) == 3);
 	CHECK_THAT(s->stderr_text(), Catch::Contains("oops"));
 	std::uint8_t byte;
-	auto e = error_of([&] { s->read_exact({&byte, 1}, 5s); });
+	auto e = error_of([&] { s->read_exact({&byte, 1}, remote_bound); });
 	CHECK(e.errnum() == ECONNRESET);
 	CHECK_THAT(e.message(), Catch::Contains("oops") && Catch::Contains("exit status 3"));
 }
@@ -129,11 +137,11 @@ TEST_CASE("stdout data that precedes EOF is still read", "[ssh][integration]")
 	INFO(name(k));
 	auto s = start("printf abc", k);
 	std::array<std::uint8_t, 3> got{};
-	s->read_exact(got, 10s);
+	s->read_exact(got, remote_bound);
 	CHECK(std::string(got.begin(), got.end()) == "abc");
 	std::uint8_t more;
-	CHECK(error_of([&] { s->read_exact({&more, 1}, 5s); }).errnum() == ECONNRESET);
-	CHECK(s->wait_exit(5s) == 0);
+	CHECK(error_of([&] { s->read_exact({&more, 1}, remote_bound); }).errnum() == ECONNRESET);
+	CHECK(s->wait_exit(remote_bound) == 0);
 }
 
 TEST_CASE("a missing remote command shows the shell's complaint", "[ssh][integration]")
@@ -142,18 +150,18 @@ TEST_CASE("a missing remote command shows the shell's complaint", "[ssh][integra
 	INFO(name(k));
 	auto s = start("rpmem-no-such-command-x", k);
 	std::uint8_t byte;
-	auto e = error_of([&] { s->read_exact({&byte, 1}, 10s); });
+	auto e = error_of([&] { s->read_exact({&byte, 1}, remote_bound); });
 	CHECK(e.errnum() == ECONNRESET);
 	CHECK_THAT(e.message(),
 	           Catch::Contains("rpmem-no-such-command-x") && Catch::Contains("not found"));
 	CHECK_THAT(e.message(), Catch::Contains(server().address()));
-	CHECK(s->wait_exit(5s) == 127);
+	CHECK(s->wait_exit(remote_bound) == 127);
 }
 
 TEST_CASE("a remote command killed by a signal has exit status -1", "[ssh][integration]")
 {
 	auto s = start("exec sh -c 'kill -9 $$'");
-	CHECK(s->wait_exit(10s) == -1);
+	CHECK(s->wait_exit(remote_bound) == -1);
 }
 
 TEST_CASE("an unknown host key is refused", "[ssh][integration]")
@@ -213,7 +221,7 @@ TEST_CASE("a Host alias from the ssh config file works", "[ssh][integration]")
 	o.config_file = server().config_file();
 	auto s = session::start(parse_target(server().alias()), "echo $USER", o);
 	std::array<std::uint8_t, 5> got{};
-	s->read_exact(got, 10s);
+	s->read_exact(got, remote_bound);
 	CHECK(std::string(got.begin(), got.end()) == "root\n");
 	CHECK(s->host() == server().alias());
 }
@@ -227,7 +235,7 @@ TEST_CASE("an explicit port in the target overrides the config", "[ssh][integrat
 		    parse_target(fmt::format("root@{}:{}", server().address(), server().port()));
 		auto s = session::start(t, "echo ok", o);
 		std::array<std::uint8_t, 3> got{};
-		s->read_exact(got, 10s);
+		s->read_exact(got, remote_bound);
 		CHECK(std::string(got.begin(), got.end()) == "ok\n");
 	}
 	SECTION("alias:otherport goes to the other port")
@@ -258,8 +266,8 @@ TEST_CASE("the external program gets PMDK's argv", "[ssh][external]")
 	auto expect = [&](const std::string &target, std::vector<std::string> argv) {
 		auto s = session::start(parse_target(target), "rpmemd --log-level=4 'x y'", o);
 		std::array<std::uint8_t, 6> got{};
-		s->read_exact(got, 10s);
-		CHECK(s->wait_exit(5s) == 0);
+		s->read_exact(got, remote_bound);
+		CHECK(s->wait_exit(remote_bound) == 0);
 		std::ifstream in(args);
 		std::vector<std::string> lines;
 		for (std::string line; std::getline(in, line);)
@@ -314,7 +322,7 @@ TEST_CASE("a closed port fails quickly", "[ssh][integration]")
 	{
 		auto s = session::start(t, "true", options_for(kind::external));
 		std::uint8_t byte;
-		auto e = error_of([&] { s->read_exact({&byte, 1}, 10s); });
+		auto e = error_of([&] { s->read_exact({&byte, 1}, remote_bound); });
 		CHECK(e.errnum() == ECONNRESET);
 		CHECK_THAT(e.message(),
 		           Catch::Contains("refused") && Catch::Contains("exit status 255"));
@@ -352,8 +360,8 @@ TEST_CASE("sessions leave no file descriptors behind", "[ssh][integration]")
 	for (int i = 0; i < 3; i++) {
 		auto s = start("echo hi", k);
 		std::array<std::uint8_t, 3> got{};
-		s->read_exact(got, 10s);
-		CHECK(s->wait_exit(5s) == 0);
+		s->read_exact(got, remote_bound);
+		CHECK(s->wait_exit(remote_bound) == 0);
 	}
 	{ // torn down while the command may still run; a write may or may not fail
 		auto s = start("true", k);
@@ -373,7 +381,7 @@ TEST_CASE("writes after close_stdin are refused", "[ssh][integration]")
 	s->close_stdin();
 	std::array<std::uint8_t, 1> b{1};
 	CHECK(error_of([&] { s->write_all(b); }).errnum() == EPIPE);
-	CHECK(s->wait_exit(10s) == 0); // cat saw EOF
+	CHECK(s->wait_exit(remote_bound) == 0); // cat saw EOF
 }
 
 TEST_CASE("a large write flows through the remote window", "[ssh][integration]")
@@ -386,9 +394,9 @@ TEST_CASE("a large write flows through the remote window", "[ssh][integration]")
 	s->write_all(std::vector<std::uint8_t>(8 << 20, 0xa5));
 	s->close_stdin();
 	std::array<std::uint8_t, 8> got{};
-	s->read_exact(got, 10s);
+	s->read_exact(got, remote_bound);
 	CHECK(std::string(got.begin(), got.end()) == "8388608\n");
-	CHECK(s->wait_exit(10s) == 0);
+	CHECK(s->wait_exit(remote_bound) == 0);
 }
 
 TEST_CASE("a write the remote never consumes times out without hanging", "[ssh][integration]")
@@ -427,7 +435,7 @@ TEST_CASE("signals during a wait do not break the session", "[ssh][integration]"
 		}
 	});
 	std::array<std::uint8_t, 2> got{};
-	CHECK_NOTHROW(s->read_exact(got, 10s));
+	CHECK_NOTHROW(s->read_exact(got, remote_bound));
 	poker.join();
 	sigaction(SIGUSR1, &old, nullptr);
 	CHECK(got[0] == 'x');
@@ -444,7 +452,7 @@ TEST_CASE("an IPv6 target in brackets reaches a server on ::1", "[ssh][integrati
 	auto t = parse_target(fmt::format("root@[::1]:{}", v6.port()));
 	auto s = session::start(t, "echo v6", o);
 	std::array<std::uint8_t, 3> got{};
-	s->read_exact(got, 10s);
+	s->read_exact(got, remote_bound);
 	CHECK(std::string(got.begin(), got.end()) == "v6\n");
 	CHECK(s->host() == "::1");
 }

@@ -197,6 +197,10 @@ sshd::sshd(std::string address) : address_(std::move(address))
 	dir_ = tmpl;
 	try {
 		fs::create_directories("/run/sshd"); // privilege separation dir, else sshd refuses
+		// Sessions get HOME={dir}/home: the login shell then skips the machine's own
+		// ~/.bashrc (root's here runs pyenv init, ~0.6 s per login and a lock every
+		// concurrent login queues on), and rpmemd reads no ~/.rpmemd.conf of the machine.
+		fs::create_directories(dir_ / "home");
 		keygen(dir_ / "host_key", "ed25519", dir_);
 		keygen(dir_ / "client_key", "ed25519", dir_);
 		write_file(dir_ / "authorized_keys", public_key(dir_ / "client_key") + "\n");
@@ -255,6 +259,7 @@ PrintMotd no
 MaxStartups 100
 MaxSessions 100
 LogLevel VERBOSE
+SetEnv HOME={dir}/home
 )",
 	                       fmt::arg("addr", address_), fmt::arg("port", port_),
 	                       fmt::arg("dir", dir_.string())));

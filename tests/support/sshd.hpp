@@ -2,6 +2,7 @@
 // A private sshd for integration tests: its own host key, client key, authorized_keys,
 // known_hosts and client config in a fresh temp dir, listening on a free port of a loopback
 // address. Needs root (sshd runs as root here) and /usr/sbin/sshd; never touches ~/.ssh.
+// Sessions run with HOME set to an empty directory of the fixture's (sshd.cpp says why).
 //
 //   rpmem::test::sshd server;                       // started and accepting
 //   auto s = rpmem::ssh::session::start(server.target(), "cat", server.client_options());

@@ -149,13 +149,13 @@ TEST_CASE("options come from the RPMEM_SSH* environment", "[ssh][options]")
 		setenv("RPMEM_SSH_CONFIG", "/etc/cfg", 1);
 		setenv("RPMEM_SSH_KNOWN_HOSTS", "/etc/kh", 1);
 		setenv("RPMEM_SSH_IDENTITY", "/k1::/k 2:", 1);
-		setenv("RPMEM_SSH_TIMEOUT", "250", 1);
+		setenv("RPMEM_SSH_TIMEOUT", "2500", 1);
 		auto o = rpmem::ssh::options::from_environment();
 		CHECK(o.external_program == "/usr/bin/ssh");
 		CHECK(o.config_file == "/etc/cfg");
 		CHECK(o.known_hosts_file == "/etc/kh");
 		CHECK(o.identity_files == std::vector<std::string>{"/k1", "/k 2"});
-		CHECK(o.connect_timeout == std::chrono::milliseconds(250));
+		CHECK(o.connect_timeout == std::chrono::milliseconds(2500));
 	}
 	SECTION("a bad timeout names the variable")
 	{
@@ -172,6 +172,22 @@ TEST_CASE("options come from the RPMEM_SSH* environment", "[ssh][options]")
 				CHECK_THAT(e.message(), Catch::Contains("RPMEM_SSH_TIMEOUT"));
 			}
 		}
+	}
+	SECTION("a timeout too short for any SSH setup is refused as seconds meant as ms")
+	{
+		setenv("RPMEM_SSH_TIMEOUT", "30", 1);
+		try {
+			rpmem::ssh::options::from_environment();
+			FAIL("accepted RPMEM_SSH_TIMEOUT=30 (30 ms)");
+		} catch (const rpmem::error &e) {
+			CHECK(e.errnum() == EINVAL);
+			CHECK_THAT(e.message(), Catch::Contains("RPMEM_SSH_TIMEOUT=30 is in "
+			                                        "milliseconds") &&
+			                            Catch::Contains("did you mean 30000"));
+		}
+		setenv("RPMEM_SSH_TIMEOUT", "1000", 1);
+		CHECK(rpmem::ssh::options::from_environment().connect_timeout ==
+		      std::chrono::milliseconds(1000));
 	}
 	clear();
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rpmemd pool store: real part files in a temporary poolset directory, real mappings, and
 // PMDK's own pmempool as the judge of header compatibility.
+#include "device_dax.hpp"
 #include "pool_header.hpp"
 #include "pool_store.hpp"
 
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -457,6 +459,15 @@ TEST_CASE("a plain file is a single-part pool", "[store]")
 	CHECK_FALSE(fs::exists(t.sets / "plain.obj"));
 }
 
+TEST_CASE("a pool set file without its PMEMPOOLSET line is named as such", "[store]")
+{
+	tmp_store t;
+	std::ofstream(t.sets / "headless.set") << "8M " << t.part("headless.set", 0) << "\n";
+	auto msg = message_of([&] { t.store.create("headless.set", obj_attr(), 0); });
+	CHECK_THAT(msg, Catch::Contains("headless.set") && Catch::Contains("PMEMPOOLSET"));
+	CHECK(status_of([&] { t.store.open("headless.set", 0); }) == status::pool_cfg);
+}
+
 TEST_CASE("remove", "[store]")
 {
 	tmp_store t;
@@ -472,15 +483,24 @@ TEST_CASE("remove", "[store]")
 		t.store.remove("pool.set", true, true);
 		CHECK_FALSE(fs::exists(t.sets / "pool.set"));
 	}
-	SECTION("a missing part fails without force")
+	SECTION("a missing part fails without force, and the other parts go, as in PMDK")
 	{
-		fs::remove(t.part("pool.set", 0));
-		CHECK(status_of([&] { t.store.remove("pool.set", false, false); }) ==
-		      status::noexist);
-		CHECK(fs::exists(t.part("pool.set", 1)));
-		t.store.remove("pool.set", true, true);
-		CHECK(fs::is_empty(t.parts));
-		CHECK_FALSE(fs::exists(t.sets / "pool.set"));
+		t.write_set("three.set", {2 * MiB, 2 * MiB, 2 * MiB});
+		t.store.create("three.set", obj_attr(), 0);
+		fs::remove(t.part("three.set", 1));
+		try {
+			t.store.remove("three.set", false, true);
+			FAIL("a missing part was not reported");
+		} catch (const store_error &e) {
+			CHECK(e.status() == status::noexist);
+			CHECK_THAT(e.message(), Catch::Contains(t.part("three.set", 1)) &&
+			                            Catch::Contains("No such file or directory"));
+		}
+		CHECK_FALSE(fs::exists(t.part("three.set", 0)));
+		CHECK_FALSE(fs::exists(t.part("three.set", 2)));
+		CHECK(fs::exists(t.sets / "three.set")); // kept: it failed
+		t.store.remove("three.set", true, true);
+		CHECK_FALSE(fs::exists(t.sets / "three.set"));
 	}
 	SECTION("a missing or unparsable pool set")
 	{
@@ -552,6 +572,139 @@ TEST_CASE("the shutdown state says clean after close", "[store]")
 	pool_hdr h = read_header(t.part("pool.set", 0));
 	CHECK(h.sds.dirty == 0);
 	CHECK(rpmemd::load_le(h.checksum) == rpmemd::header_checksum(h));
+}
+
+/** Rewrites part 0's shutdown state as a crash on other devices would have left it. */
+void record_shutdown_state(const std::string &part0, std::uint64_t usc, bool dirty)
+{
+	pool_hdr h = read_header(part0);
+	h.sds.usc = usc;
+	h.sds.dirty = dirty ? 1 : 0;
+	h.sds.checksum =
+	    rpmemd::fletcher64({reinterpret_cast<const std::uint8_t *>(&h.sds), sizeof(h.sds)},
+	                       offsetof(rpmemd::shutdown_state, checksum), sizeof(h.sds));
+	rpmemd::seal(h);
+	std::fstream(part0, std::ios::in | std::ios::out | std::ios::binary)
+	    .write(reinterpret_cast<const char *>(&h), sizeof(h));
+}
+
+TEST_CASE("an ADR failure in the shutdown state refuses the open, as PMDK's rpmemd did",
+          "[store][sds]")
+{
+	tmp_store t;
+	t.write_set("pool.set", {2 * MiB, 2 * MiB});
+	t.store.create("pool.set", obj_attr(), 0).reset();
+	auto part0 = t.part("pool.set", 0);
+	// The devices here report no unsafe shutdown count (0), as on any non-pmem file system.
+	SECTION("dirty, and the devices' count changed: the pool may be corrupt")
+	{
+		record_shutdown_state(part0, 5, true);
+		auto msg = message_of([&] { t.store.open("pool.set", 0); });
+		CHECK_THAT(msg, Catch::Contains("ADR failure") && Catch::Contains("pool.set"));
+		CHECK(status_of([&] { t.store.open("pool.set", 0); }) == status::pool_cfg);
+	}
+	SECTION("clean with another count, or dirty with the same: reinitialised, opened")
+	{
+		auto dirty = GENERATE(false, true);
+		record_shutdown_state(part0, dirty ? 0 : 5, dirty);
+		CHECK_NOTHROW(t.store.open("pool.set", 0));
+		pool_hdr h = read_header(part0);
+		CHECK(h.sds.usc == 0);
+		CHECK(h.sds.dirty == 0);
+		CHECK(rpmemd::load_le(h.checksum) == rpmemd::header_checksum(h));
+	}
+}
+
+/**
+ * A fake Device DAX: a character device node of this test (same numbers as /dev/zero: it maps,
+ * but keeps nothing) that a fake sysfs tree under root/sys describes as "dax" with `size` and
+ * `align`. These machines have no Device DAX; only the paths around it are exercised.
+ */
+struct fake_dax {
+	fs::path node;
+	fs::path sys;
+	fake_dax(const fs::path &root, const std::string &name, std::uint64_t size,
+	         std::uint64_t align, const std::string &subsystem = "dax", unsigned minor = 5)
+	    : node(root / name), sys(root / "sys")
+	{
+		REQUIRE(mknod(node.c_str(), S_IFCHR | 0600, makedev(1, minor)) == 0);
+		auto dev = sys / "dev" / "char" / fmt::format("1:{}", minor);
+		if (fs::exists(dev))
+			return; // another node of the same device
+		fs::create_directories(dev / "device");
+		fs::create_directories(sys / "class" / subsystem);
+		fs::create_directory_symlink(sys / "class" / subsystem, dev / "subsystem");
+		std::ofstream(dev / "size") << size << "\n";
+		std::ofstream(dev / "device" / "align") << align << "\n";
+	}
+};
+
+TEST_CASE("Device DAX parts are detected and sized through sysfs (a fake tree)", "[store][dax]")
+{
+	tmp_store t;
+	fake_dax dax(t.root, "dax0.0", 8 * MiB, 2 * MiB);
+	rpmemd::sysfs sys(dax.sys.string());
+	struct stat st = {};
+	REQUIRE(stat(dax.node.c_str(), &st) == 0);
+	auto d = sys.device_dax(st, dax.node.string());
+	REQUIRE(d);
+	CHECK(d->size == 8 * MiB);
+	CHECK(d->alignment == 2 * MiB);
+	REQUIRE(stat(t.sets.c_str(), &st) == 0);
+	CHECK_FALSE(sys.device_dax(st, t.sets.string()));
+}
+
+TEST_CASE("a pool on a Device DAX: no fallocate, pmem, PMDK's rules", "[store][dax]")
+{
+	tmp_store t;
+	fake_dax dax(t.root, "dax0.0", 8 * MiB, 2 * MiB);
+	pool_store store(t.sets.string(), dax.sys.string());
+	// No SDS: the devices' unsafe shutdown count comes from libpmem2 through the real sysfs,
+	// which cannot describe this fake device.
+	auto attr = obj_attr();
+	attr.incompat_features &= ~rpmemd::feat_incompat_sds;
+	auto write = [&](const std::string &name, const std::string &body) {
+		std::ofstream(t.sets / name) << "PMEMPOOLSET\n" << body;
+	};
+	SECTION("created, mapped as persistent memory, removed by zeroing")
+	{
+		write("dax.set", fmt::format("8M {}\n", dax.node.string()));
+		auto p = store.create("dax.set", attr, 0);
+		CHECK(p->is_pmem());
+		CHECK(p->size() == 8 * MiB);
+		p.reset();
+		store.remove("dax.set", false, false);
+		CHECK(fs::is_character_file(dax.node));
+	}
+	SECTION("the declared size must be the device's")
+	{
+		write("small.set", fmt::format("4M {}\n", dax.node.string()));
+		CHECK_THAT(message_of([&] { store.create("small.set", attr, 0); }),
+		           Catch::Contains("Device DAX") && Catch::Contains("8388608"));
+	}
+	SECTION("all parts Device DAX or none")
+	{
+		write("mixed.set",
+		      fmt::format("8M {}\n2M {}\n", dax.node.string(), t.part("mixed.set", 1)));
+		CHECK_THAT(message_of([&] { store.create("mixed.set", attr, 0); }),
+		           Catch::Contains("either all the parts must be Device DAX or none"));
+		CHECK_FALSE(fs::exists(t.part("mixed.set", 1)));
+	}
+	SECTION("several Device DAX with headers need a 4 KiB alignment (or SINGLEHDR)")
+	{
+		fake_dax second(t.root, "dax1.0", 8 * MiB, 2 * MiB);
+		write("two.set",
+		      fmt::format("8M {}\n8M {}\n", dax.node.string(), second.node.string()));
+		CHECK_THAT(message_of([&] { store.create("two.set", attr, 0); }),
+		           Catch::Contains("SINGLEHDR"));
+	}
+	SECTION("a character device that is no Device DAX")
+	{
+		fake_dax mem(t.root, "null", 8 * MiB, 4096, "mem", 3);
+		write("mem.set", fmt::format("8M {}\n", mem.node.string()));
+		CHECK_THAT(message_of([&] { store.create("mem.set", attr, 0); }),
+		           Catch::Contains("not a Device DAX"));
+	}
 }
 
 TEST_CASE("pmempool info recognises a created pool", "[store][pmempool]")

@@ -48,12 +48,6 @@ private:
 	std::uint64_t size_ = 0;
 };
 
-const char *method_text(control::persist_method m)
-{
-	return m == control::persist_method::apm ? "APM (RDMA read after write)"
-	                                         : "GPSPM (the daemon persists each range)";
-}
-
 struct opened {
 	std::unique_ptr<scratch> mem;
 	std::unique_ptr<remote_pool> pool;
@@ -76,7 +70,7 @@ void print_session(const remote_args &r, const opened &o)
 	fmt::print("Target            : {}\n", r.target);
 	fmt::print("Pool set          : {}\n", r.descriptor);
 	fmt::print("Provider          : {}\n", o.pool->fabric().provider);
-	fmt::print("Persist method    : {}\n", method_text(o.pool->method()));
+	fmt::print("Persist method    : {}\n", control::describe(o.pool->method()));
 	fmt::print("Lanes             : {}\n", o.lanes);
 }
 
@@ -123,8 +117,7 @@ int cmd_open_check(const remote_args &r)
 	auto method = o.pool->method();
 	o.pool->close();
 	fmt::print("{} on {}: opens: {} lane(s) over {}, {}, {} read back\n", r.descriptor,
-	           r.target, o.lanes, provider,
-	           method == control::persist_method::apm ? "APM" : "GPSPM", size_text(n));
+	           r.target, o.lanes, provider, control::to_string(method), size_text(n));
 	return exit_ok;
 }
 

@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Hardening and PMDK parity through the real sshd and rpmemd: what the client is told when
+// rpmemd cannot log, cannot reach its storage, never answers, or removes half a pool set.
+#include "replica_fixture.hpp"
+
+#include "rpmem/error.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <sys/mount.h>
+#include <thread>
+
+using rpmem::client::remote_pool;
+using namespace rpmem::test;
+namespace fs = std::filesystem;
+
+namespace
+{
+
+constexpr std::size_t pool_size = 8 << 20;
+
+/** The rpmem::error f throws; fails the test when it throws nothing. */
+rpmem::error error_of(const std::function<void()> &f)
+{
+	try {
+		f();
+	} catch (const rpmem::error &e) {
+		return e;
+	}
+	FAIL("no rpmem::error thrown");
+	throw std::logic_error("unreachable");
+}
+
+/** Whether a process whose command line contains `text` runs, after waiting up to `limit`
+ *  for it to go (a generous bound: only a process that never ends fails it). */
+bool still_runs(const std::string &text, std::chrono::milliseconds limit)
+{
+	auto until = std::chrono::steady_clock::now() + limit;
+	for (;;) {
+		bool found = false;
+		for (const auto &e : fs::directory_iterator("/proc")) {
+			auto name = e.path().filename().string();
+			if (name.find_first_not_of("0123456789") != std::string::npos)
+				continue;
+			std::string cmdline = slurp(e.path() / "cmdline");
+			std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+			found = found || cmdline.find(text) != std::string::npos;
+		}
+		if (!found || std::chrono::steady_clock::now() > until)
+			return found;
+		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	}
+}
+
+} // namespace
+
+TEST_CASE("a remote command that never answers: the documented timeout, and it is ended",
+          "[hardening][hello]")
+{
+	sshd server;
+	replica node(server);
+	local_pool local(pool_size);
+	// sleep outlives the wait but ends by itself: sshd refuses to signal commands of root
+	// logins (this suite's), so it could stay behind; the unique cat reads its input.
+	auto command = GENERATE(std::string("sleep 3.5"), std::string("cat - /dev/null"));
+	INFO(command);
+	auto o = node.options();
+	o.command = command;
+	o.tuning->control_timeout = std::chrono::milliseconds(1500);
+	unsigned nlanes = 1;
+	auto e = error_of([&] {
+		remote_pool::open(node.target(), "pool.set", local.data(), local.size(), &nlanes,
+		                  nullptr, o);
+	});
+	INFO(e.message());
+	CHECK(e.errnum() == ETIMEDOUT);
+	CHECK_THAT(e.message(), Catch::Contains(fmt::format("rpmemd ('{}') did not answer within "
+	                                                    "1500 ms",
+	                                                    command)));
+	if (command.starts_with("cat"))
+		CHECK_FALSE(still_runs(command, std::chrono::seconds(10)));
+}
+
+TEST_CASE("an unwritable --log-file stops rpmemd with a message the client shows",
+          "[hardening][log]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	auto o = node.options();
+	const std::string log = (node.dir() / "no-such-dir" / "rpmemd.log").string();
+	o.command = fmt::format("{} --poolset-dir={} --log-file={}", RPMEM_TEST_RPMEMD,
+	                        node.dir().string(), log);
+	unsigned nlanes = 1;
+	auto e = error_of([&] {
+		remote_pool::create(node.target(), "pool.set", local.data(), local.size(), &nlanes,
+		                    &attr, o);
+	});
+	INFO(e.message());
+	CHECK(e.errnum() == ENOENT);
+	CHECK_THAT(e.message(), Catch::Contains(server.address()) &&
+	                            Catch::Contains("cannot open log file '" + log + "'") &&
+	                            Catch::Contains("No such file or directory"));
+	CHECK(!fs::exists(node.part("pool.set")));
+
+	auto removal = error_of([&] { remote_pool::remove(node.target(), "pool.set", 0, o); });
+	INFO(removal.message());
+	CHECK_THAT(removal.message(), Catch::Contains("cannot open log file"));
+}
+
+TEST_CASE("storage errors reach the client with the system's reason", "[hardening][storage]")
+{
+	sshd server;
+	replica node(server);
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	auto create = [&](const std::string &desc, const rpmem::client::pool_options &o) {
+		unsigned nlanes = 1;
+		return error_of([&] {
+			remote_pool::create(node.target(), desc, local.data(), local.size(),
+			                    &nlanes, &attr, o);
+		});
+	};
+
+	auto missing_dir = node.options();
+	missing_dir.command = fmt::format("{} --poolset-dir=/nonexistent-rpmem-dir --log-file={}",
+	                                  RPMEM_TEST_RPMEMD, node.log_file().string());
+	auto e = create("pool.set", missing_dir);
+	INFO(e.message());
+	CHECK_THAT(e.message(), Catch::Contains("/nonexistent-rpmem-dir") &&
+	                            Catch::Contains("No such file or directory"));
+
+	e = create("nothere.set", node.options());
+	INFO(e.message());
+	CHECK(e.errnum() == ENOENT);
+	CHECK_THAT(e.message(),
+	           Catch::Contains("nothere.set") && Catch::Contains("No such file or directory"));
+
+	fs::create_directories(node.dir() / "adir");
+	std::ofstream(node.dir() / "dirpart.set")
+	    << "PMEMPOOLSET\n8M " << (node.dir() / "adir").string() << "\n";
+	e = create("dirpart.set", node.options());
+	INFO(e.message());
+	CHECK_THAT(e.message(),
+	           Catch::Contains((node.dir() / "adir").string()) && Catch::Contains("directory"));
+
+	auto ro = node.dir() / "ro";
+	fs::create_directories(ro);
+	REQUIRE(::mount("tmpfs", ro.c_str(), "tmpfs", 0, "size=1M,mode=0700") == 0);
+	struct unmount {
+		fs::path p;
+		~unmount() { ::umount2(p.c_str(), MNT_DETACH); }
+	} guard{ro};
+	std::ofstream(ro / "old.part0") << "a part left from an earlier pool";
+	REQUIRE(::mount(nullptr, ro.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr) == 0);
+	std::ofstream(node.dir() / "ro.set")
+	    << "PMEMPOOLSET\n8M " << (ro / "ro.part0").string() << "\n";
+	e = create("ro.set", node.options());
+	INFO(e.message());
+	CHECK(e.errnum() == EACCES);
+	CHECK_THAT(e.message(),
+	           Catch::Contains("ro.part0") && Catch::Contains("Read-only file system"));
+
+	std::ofstream(node.dir() / "old.set")
+	    << "PMEMPOOLSET\n8M " << (ro / "old.part0").string() << "\n";
+	auto removal =
+	    error_of([&] { remote_pool::remove(node.target(), "old.set", 0, node.options()); });
+	INFO(removal.message());
+	CHECK_THAT(removal.message(), Catch::Contains("cannot remove part") &&
+	                                  Catch::Contains("Read-only file system"));
+}
+
+TEST_CASE("rpmemd ending mid-session: close says why, in the user's words", "[hardening][messages]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	auto opts = node.options();
+	std::string hint;
+	SECTION("killed")
+	{
+		opts.tuning->keepalive =
+		    GENERATE(std::chrono::milliseconds(0), std::chrono::milliseconds(200));
+		hint = "killed by signal SIGKILL";
+	}
+	SECTION("dropped by its heartbeat timeout")
+	{
+		opts.command += " --heartbeat-timeout=1000";
+		opts.tuning->keepalive = std::chrono::milliseconds(0);
+		hint = "heartbeat-timeout";
+	}
+	INFO("keep-alive " << opts.tuning->keepalive.count() << " ms");
+	unsigned nlanes = 1;
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+	                                &nlanes, &attr, opts);
+	if (hint.starts_with("killed"))
+		REQUIRE(run_kill_rpmemd(node.dir().string()));
+	std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+	auto e = error_of([&] { pool->close(); });
+	INFO(e.message());
+	CHECK_THAT(e.message(), Catch::Contains(hint));
+	CHECK_THAT(e.message(), !Catch::Contains("installed there") && !Catch::Contains("_resp") &&
+	                            !Catch::Contains("pong"));
+}
+
+TEST_CASE("a pool set name too long for the protocol is refused before SSH, naming the host",
+          "[hardening][messages]")
+{
+	local_pool local(pool_size);
+	std::string name(5000, 'd');
+	unsigned nlanes = 1;
+	rpmem::client::pool_options o;
+	o.command = "rpmemd";
+	// Nothing listens on port 1: reaching SSH would fail with ECONNREFUSED instead.
+	auto e = error_of([&] {
+		remote_pool::open("root@127.0.0.1:1", name, local.data(), local.size(), &nlanes,
+		                  nullptr, o);
+	});
+	INFO(e.message());
+	CHECK(e.errnum() == EINVAL);
+	CHECK_THAT(e.message(), Catch::StartsWith("127.0.0.1: ") && Catch::Contains("5000 bytes"));
+	auto r = error_of([&] { remote_pool::remove("root@127.0.0.1:1", name, 0, o); });
+	CHECK(r.errnum() == EINVAL);
+}
+
+TEST_CASE("a part truncated under a live session: rpmemd's log says what killed it",
+          "[hardening][sigbus]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	unsigned nlanes = 1;
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+	                                &nlanes, &attr, node.options());
+	pool->persist(4096, 64, 0, 0);
+	fs::resize_file(node.part("pool.set"), 4096);
+	std::memset(local.data() + (1 << 20), 0x5a, 64);
+	CHECK(error_of([&] { pool->persist(1 << 20, 64, 0, 0); }).errnum() != 0);
+	CHECK_FALSE(still_runs(node.dir().string(), std::chrono::seconds(30)));
+	auto log = node.log_text();
+	INFO(log);
+	CHECK_THAT(log, Catch::Contains("SIGBUS") &&
+	                    Catch::Contains(node.part("pool.set").string()) &&
+	                    Catch::Contains("truncated"));
+}
