@@ -19,10 +19,12 @@ struct options {
 	std::vector<std::string> scenarios{"all"};
 	std::vector<std::string> providers; // empty: RPMEM_PROVIDER, else "tcp"
 	std::vector<std::string> methods{"gpspm"};
-	std::vector<std::size_t> sizes;     // latency sizes; empty: 8 B ... 4 MiB
-	std::vector<unsigned> flush_counts; // empty: 1, 2, 4 ... 64
-	std::vector<unsigned> threads;      // empty: 1, 2, 4, 8
-	std::vector<std::size_t> tp_sizes;  // empty: 4 KiB, 64 KiB, 1 MiB, 4 MiB
+	std::vector<std::size_t> sizes;        // latency sizes; empty: 8 B ... 4 MiB
+	std::vector<unsigned> flush_counts;    // empty: 1, 2, 4 ... 64
+	std::vector<unsigned> threads;         // empty: 1, 2, 4, 8
+	std::vector<std::size_t> tp_sizes;     // empty: 4 KiB, 64 KiB, 1 MiB, 4 MiB
+	unsigned pool_lanes = 0;               // throughput: lanes of the pool (0: one per thread)
+	std::vector<unsigned> pmemobj_threads; // empty: 1
 	std::size_t pool_size = 256 << 20;
 	unsigned iterations = 1000;
 	std::size_t bytes_budget = 256 << 20; // per latency point: fewer iterations for big sizes
@@ -38,6 +40,7 @@ struct options {
 	std::string floor_cmd;       // empty: RPMEM_CMD's rpmemd path with rpmemd -> rpmem-floor
 	unsigned lanes_check = 1024; // lanes requested by the "lanes" scenario
 	std::vector<std::string> fanout_sets; // pool sets of the "fanout" scenario's replicas
+	std::string mr_mode; // both sides' memory registration mode; empty: as RPMEM_MR_MODE
 	bool csv = false;
 	std::string plot;
 };

@@ -11,6 +11,7 @@
 #include "fabric/fabric.hpp"
 #include "fabric/info.hpp"
 #include "fabric/mr.hpp"
+#include "fabric/waiter.hpp"
 #include "rpmem/error.hpp"
 #include "ssh/session.hpp"
 #include "ssh/target.hpp"
@@ -80,12 +81,13 @@ struct floor_link::impl {
 	std::unique_ptr<fab::endpoint> ep;
 	std::uint8_t *buf = nullptr;
 	std::size_t buf_size = 0;
+	std::size_t cursor = 0; // see place()
 	std::vector<std::uint8_t> msg, replies;
 	std::uint64_t raw = 0;
 	std::unique_ptr<fab::memory_region> buf_mr, msg_mr, reply_mr, raw_mr;
 	std::size_t max_msg = 0;
 	bool saw = true;
-	bool spin = false;
+	std::unique_ptr<fab::cq_waiter> waiter;
 	op_ctx write_ctx{{}, kind::write}, read_ctx{{}, kind::read}, send_ctx{{}, kind::send};
 	std::array<op_ctx, reply_slots> recv_ctx{};
 	unsigned pending_writes = 0, pending_reads = 0, pending_replies = 0;
@@ -139,7 +141,7 @@ struct floor_link::impl {
 	void poll(bool block)
 	{
 		std::array<fab::cq_entry, 16> e{};
-		auto res = block && !spin ? cq->sread(e, 1000ms) : cq->read(e);
+		auto res = block ? waiter->wait(*cq, e, 1000ms) : cq->read(e);
 		if (res.error)
 			throw rpmem::error(EIO, fmt::format("{}: floor connection to rpmem-floor "
 			                                    "failed: {}",
@@ -181,18 +183,30 @@ struct floor_link::impl {
 		}
 	}
 
-	void write(std::size_t size, bool signal)
+	/** Where the next transfer of `size` bytes goes: successive transfers advance through the
+	 * buffers (both as large as the pool) as the latency scenario advances through the pool,
+	 * so the floor meets the same cache behaviour as the persists it is compared with. */
+	std::size_t place(std::size_t size)
 	{
-		std::size_t off = 0;
-		while (off < size) {
-			std::size_t n = std::min(size - off, max_msg);
+		if (cursor + size > buf_size)
+			cursor = 0;
+		std::size_t at = cursor;
+		cursor = (cursor + size + 7) & ~std::size_t(7);
+		return at;
+	}
+
+	/** Writes `size` bytes at `at` of both buffers; flags 0: unsignalled, else fi_writemsg
+	 * flags (FI_COMPLETION | ...). */
+	void write(std::size_t at, std::size_t size, std::uint64_t flags)
+	{
+		for (std::size_t off = at, end = at + size; off < end;) {
+			std::size_t n = std::min(end - off, max_msg);
 			fab::rma_target dst{peer.raddr + off, peer.rkey};
-			if (signal) {
+			if (flags) {
 				++pending_writes;
 				post([&] {
 					return ep->writemsg(buf + off, n, buf_mr->desc(), dst,
-					                    &write_ctx,
-					                    FI_COMPLETION | FI_DELIVERY_COMPLETE);
+					                    &write_ctx, flags);
 				});
 			} else {
 				post([&] {
@@ -225,10 +239,14 @@ floor_link::floor_link(const options &o, const std::string &provider, std::size_
 	msg_max_ = msg_max;
 	auto t = ssh::parse_target(o.target);
 	d.host = t.host;
-	d.spin = client::process_settings().spin;
+	// The floor waits (RPMEM_SPIN) and registers memory (RPMEM_MR_MODE) as rpmem does, on
+	// both sides: each row beside the floor of the same modes.
+	const auto &settings = client::process_settings();
+	d.waiter = std::make_unique<fab::cq_waiter>(settings.wait);
 	std::string cmd = fmt::format(
-	    "{} --provider {} --buffer {} --msg-max {} --depth 8{}", floor_command(o), provider,
-	    buffer, rpmem::lane::request_header_size + msg_max, d.spin ? " --spin" : "");
+	    "{} --provider {} --buffer {} --msg-max {} --depth 8 --wait {} --mr-mode {}",
+	    floor_command(o), provider, buffer, rpmem::lane::request_header_size + msg_max,
+	    fab::to_string(settings.wait), fab::to_string(settings.mr_mode));
 	auto start = clock_type::now();
 	d.ssh = ssh::session::start(t, cmd, ssh::options::from_environment());
 	std::string line;
@@ -251,6 +269,7 @@ floor_link::floor_link(const options &o, const std::string &provider, std::size_
 	start = clock_type::now();
 	fab::request req;
 	req.provider = d.peer.provider;
+	req.mr = settings.mr_mode;
 	d.fi = fab::info::for_connect(d.peer.address, d.peer.port, req);
 	d.domain = std::make_unique<fab::fabric_domain>(d.fi);
 	const auto &g = d.domain->granted();
@@ -258,8 +277,7 @@ floor_link::floor_link(const options &o, const std::string &provider, std::size_
 	d.max_msg = std::max<std::size_t>(g.max_msg_size, 4096);
 	d.eq = std::make_unique<fab::eq>(*d.domain);
 	d.cq = std::make_unique<fab::cq>(
-	    *d.domain, fab::cq_options{std::size_t(o.window) * 4 + 64,
-	                               d.spin ? fab::wait_object::none : fab::wait_object::unspec});
+	    *d.domain, fab::cq_options{std::size_t(o.window) * 4 + 64, d.waiter->needs()});
 	d.ep = std::make_unique<fab::endpoint>(*d.domain, d.fi);
 	d.ep->bind(*d.eq);
 	d.ep->bind(*d.cq, FI_TRANSMIT | FI_SELECTIVE_COMPLETION);
@@ -323,7 +341,7 @@ double floor_link::write_msg_reply(std::size_t size)
 {
 	auto &d = *impl_;
 	auto start = clock_type::now();
-	d.write(size, !d.saw);
+	d.write(d.place(size), size, d.saw ? 0 : FI_COMPLETION | FI_DELIVERY_COMPLETE);
 	if (!d.saw)
 		d.wait(d.pending_writes);
 	d.message(0);
@@ -334,15 +352,30 @@ double floor_link::write_read(std::size_t size)
 {
 	auto &d = *impl_;
 	auto start = clock_type::now();
-	d.write(size, false);
+	auto at = d.place(size);
+	d.write(at, size, 0);
 	++d.pending_reads;
-	fab::rma_target src{d.peer.raddr + size - std::min<std::size_t>(size, 8), d.peer.rkey};
+	fab::rma_target src{d.peer.raddr + at + size - std::min<std::size_t>(size, 8), d.peer.rkey};
 	d.post([&] {
 		return d.ep->readmsg(&d.raw, std::min<std::size_t>(size, 8), d.raw_mr->desc(), src,
 		                     &d.read_ctx, FI_COMPLETION);
 	});
 	d.wait(d.pending_reads);
 	return us_since(start);
+}
+
+double floor_link::commit_write(std::size_t size)
+{
+	auto &d = *impl_;
+	auto start = clock_type::now();
+	d.write(d.place(size), size, FI_COMPLETION | FI_COMMIT_COMPLETE);
+	d.wait(d.pending_writes);
+	return us_since(start);
+}
+
+bool floor_link::commit_supported() const
+{
+	return impl_->domain->granted().rma_pmem;
 }
 
 double floor_link::send_reply(std::size_t size)

@@ -13,6 +13,7 @@
 #include "fabric/info.hpp"
 #include "fabric/mr.hpp"
 #include "fabric/passive_endpoint.hpp"
+#include "fabric/waiter.hpp"
 #include "rpmem/error.hpp"
 
 #include <CLI/CLI.hpp>
@@ -25,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <sstream>
 #include <sys/random.h>
 #include <thread>
@@ -44,7 +46,8 @@ struct peer_options {
 	std::size_t buffer = 4 << 20;
 	std::size_t msg_max = 4096 + 64;
 	unsigned depth = 64;
-	bool spin = false;
+	rpmem::fabric::wait_mode wait = rpmem::fabric::wait_mode::adaptive;
+	rpmem::fabric::mr_mode mr = rpmem::fabric::mr_mode::automatic;
 };
 
 std::string ssh_server_address()
@@ -71,6 +74,7 @@ int serve(const peer_options &o)
 		                           "rpmem-floor is started over ssh by rpmem-bench");
 	fab::request req;
 	req.provider = o.provider;
+	req.mr = o.mr;
 	auto fi = fab::info::for_listen(address, req);
 	fab::fabric_domain domain(fi);
 	fab::eq eq(domain);
@@ -81,9 +85,8 @@ int serve(const peer_options &o)
 	                          FI_REMOTE_READ | FI_REMOTE_WRITE);
 	std::vector<std::uint8_t> msgs(std::size_t(o.depth) * o.msg_max);
 	fab::memory_region msg_mr(domain, msgs.data(), msgs.size(), FI_RECV);
-	fab::cq cq(domain,
-	           fab::cq_options{std::size_t(o.depth) * 2 + 16,
-	                           o.spin ? fab::wait_object::none : fab::wait_object::unspec});
+	fab::cq_waiter waiter(o.wait);
+	fab::cq cq(domain, fab::cq_options{std::size_t(o.depth) * 2 + 16, waiter.needs()});
 	pep.listen();
 
 	fp::ready r;
@@ -157,7 +160,7 @@ int serve(const peer_options &o)
 	std::array<fab::cq_entry, 16> entries{};
 	std::uint8_t reply[fp::reply_size] = {};
 	for (;;) {
-		fab::cq_result res = o.spin ? cq.read(entries) : cq.sread(entries, 200ms);
+		fab::cq_result res = waiter.wait(cq, entries, 200ms);
 		if (res.error)
 			return 0; // the connection went down: the client is done
 		if (res.count == 0) {
@@ -197,7 +200,20 @@ int main(int argc, char **argv)
 	app.add_option("--buffer", o.buffer, "bytes of the RMA target buffer");
 	app.add_option("--msg-max", o.msg_max, "largest message received");
 	app.add_option("--depth", o.depth, "receives posted");
-	app.add_flag("--spin", o.spin, "poll the completion queue instead of blocking");
+	std::map<std::string, rpmem::fabric::wait_mode> modes{
+	    {"block", rpmem::fabric::wait_mode::block},
+	    {"spin", rpmem::fabric::wait_mode::spin},
+	    {"adaptive", rpmem::fabric::wait_mode::adaptive}};
+	app.add_option("--wait", o.wait,
+	               "how to wait for completions: block, spin, or adaptive (poll while it "
+	               "pays and a core is free, then block)")
+	    ->transform(CLI::CheckedTransformer(modes));
+	std::map<std::string, rpmem::fabric::mr_mode> mr_modes{
+	    {"auto", rpmem::fabric::mr_mode::automatic},
+	    {"basic", rpmem::fabric::mr_mode::basic},
+	    {"scalable", rpmem::fabric::mr_mode::scalable}};
+	app.add_option("--mr-mode", o.mr, "memory registration mode: auto, basic or scalable")
+	    ->transform(CLI::CheckedTransformer(mr_modes));
 	try {
 		app.parse(argc, argv);
 	} catch (const CLI::ParseError &e) {

@@ -3,7 +3,7 @@
 // floor measured with raw libfabric on the same provider and addresses in the same run.
 //
 //   rpmem-bench TARGET POOLSET [-s latency,flush,throughput,pmemobj,open,lanes|all]
-//               [--provider tcp,sockets] [--method gpspm,apm] [--csv] [--plot FILE.png]
+//               [--provider tcp,sockets] [--method gpspm,apm,commit] [--csv] [--plot FILE.png]
 //
 // TARGET and POOLSET as for rpmem_create; RPMEM_CMD and RPMEM_SSH* say how to reach rpmemd,
 // and rpmem-floor (the floor's peer) is started the same way. Medians; nothing is asserted.
@@ -36,16 +36,6 @@ bool wanted(const options &o, const std::string &s)
 	return false;
 }
 
-std::size_t largest_size(const options &o)
-{
-	std::size_t m = 4 << 20;
-	for (auto s : o.sizes)
-		m = std::max(m, s);
-	for (auto s : o.tp_sizes)
-		m = std::max(m, s);
-	return std::min(m, o.pool_size);
-}
-
 void run(const options &o, std::vector<row> &rows)
 {
 	for (const auto &provider : o.providers) {
@@ -54,7 +44,7 @@ void run(const options &o, std::vector<row> &rows)
 		    wanted(o, "latency") || wanted(o, "flush") || wanted(o, "throughput");
 		std::unique_ptr<floor_link> fl;
 		if (needs_floor)
-			fl = std::make_unique<floor_link>(o, provider, largest_size(o), 4096);
+			fl = std::make_unique<floor_link>(o, provider, o.pool_size, 4096);
 		if (wanted(o, "latency"))
 			for (std::size_t m = 0; m < o.methods.size(); ++m)
 				sc.latency(o.methods[m], *fl, m == 0, rows);
@@ -101,10 +91,11 @@ int main(int argc, char **argv)
 	               "libfabric providers to run (comma list; default RPMEM_PROVIDER or tcp)")
 	    ->delimiter(',');
 	app.add_option("-m,--method", o.methods,
-	               "persistence methods for the latency scenario: gpspm, apm (apm adds "
-	               "--persist-apm to RPMEM_CMD; the replica must be pmem)")
+	               "persistence methods for the latency scenario: gpspm, apm, commit (apm "
+	               "adds --persist-apm to RPMEM_CMD, commit --persist-commit; the replica "
+	               "must be pmem, and commit needs a provider granting FI_RMA_PMEM: tcp)")
 	    ->delimiter(',')
-	    ->check(CLI::IsMember({"gpspm", "apm"}));
+	    ->check(CLI::IsMember({"gpspm", "apm", "commit"}));
 	app.add_option("--sizes", sizes,
 	               "latency sizes (default 8 64 256 1K 4K 16K 64K 256K 1M 4M)")
 	    ->delimiter(',');
@@ -113,6 +104,12 @@ int main(int argc, char **argv)
 	app.add_option("--threads", o.threads, "thread/lane counts (default 1,2,4,8)")
 	    ->delimiter(',');
 	app.add_option("--tp-sizes", tp_sizes, "throughput sizes (default 4K,64K,1M,4M)")
+	    ->delimiter(',');
+	app.add_option("--pool-lanes", o.pool_lanes,
+	               "throughput: lanes of the pool, of which thread t uses lane t (1024: "
+	               "libpmemobj's pattern; default one lane per thread)");
+	app.add_option("--pmemobj-threads", o.pmemobj_threads,
+	               "threads running transactions in the pmemobj scenario (default 1)")
 	    ->delimiter(',');
 	app.add_option("-n,--iterations", o.iterations, "round trips per latency point");
 	app.add_option("--bytes-budget", o.bytes_budget,
@@ -138,6 +135,11 @@ int main(int argc, char **argv)
 	               "pool sets on the replica node for the fanout scenario, one per replica "
 	               "(each 72M or more; comma list)")
 	    ->delimiter(',');
+	app.add_option("--mr-mode", o.mr_mode,
+	               "memory registration mode of rpmem (client and rpmemd) and of the floor: "
+	               "auto, basic (FI_MR_BASIC: virtual addresses, provider keys, as RDMA "
+	               "hardware) or scalable")
+	    ->check(CLI::IsMember({"auto", "basic", "scalable"}));
 	app.add_flag("--csv", o.csv, "CSV instead of a table");
 	app.add_option("--plot", o.plot,
 	               "write latency and throughput plots to this PNG (and one per provider)");
@@ -165,6 +167,9 @@ int main(int argc, char **argv)
 		fmt::print(stderr, "rpmem-bench: bad size: {}\n", e.what());
 		return 2;
 	}
+	// The client and the floor read RPMEM_MR_MODE (client::process_settings).
+	if (!o.mr_mode.empty())
+		setenv("RPMEM_MR_MODE", o.mr_mode.c_str(), 1);
 	if (o.providers.empty()) {
 		const char *p = std::getenv("RPMEM_PROVIDER");
 		o.providers.push_back(p && *p ? p : "tcp");

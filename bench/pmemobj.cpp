@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <libpmemobj.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <spawn.h>
 #include <sstream>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 extern char **environ;
@@ -50,9 +52,10 @@ fs::path librpmem_dir(const options &o)
 	return dir;
 }
 
-/** Runs the worker on `poolset` with extra environment; its one result line parsed. */
+/** Runs the worker on `poolset` with extra environment and `threads` threads; its one result
+ * line parsed. */
 worker_result run_worker(const options &o, const fs::path &poolset,
-                         const std::vector<std::string> &extra_env)
+                         const std::vector<std::string> &extra_env, unsigned threads)
 {
 	std::vector<std::string> env;
 	for (char **e = environ; *e; ++e) {
@@ -71,9 +74,10 @@ worker_result run_worker(const options &o, const fs::path &poolset,
 	envp.push_back(nullptr);
 
 	std::string exe = fs::read_symlink("/proc/self/exe").string();
-	std::string ops = std::to_string(o.pmemobj_ops);
+	std::string ops = std::to_string(o.pmemobj_ops), nt = std::to_string(threads);
 	std::string flag = pmemobj_worker_flag, set = poolset.string();
-	std::vector<char *> argv{exe.data(), flag.data(), set.data(), ops.data(), nullptr};
+	std::vector<char *> argv{exe.data(), flag.data(), set.data(),
+	                         ops.data(), nt.data(),   nullptr};
 
 	int fds[2];
 	if (pipe(fds) != 0)
@@ -112,56 +116,129 @@ worker_result run_worker(const options &o, const fs::path &poolset,
 
 } // namespace
 
-int pmemobj_worker(int argc, char **argv)
+namespace
 {
-	if (argc < 4) {
-		std::fprintf(stderr, "usage: %s %s POOLSET OPS\n", argv[0], pmemobj_worker_flag);
-		return 2;
-	}
-	const char *set = argv[2];
-	unsigned ops = static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10));
-	PMEMobjpool *pop = pmemobj_create(set, "rpmem-bench", 0, 0600);
-	if (!pop) {
-		std::fprintf(stderr, "rpmem-bench worker: pmemobj_create(%s) failed: %s\n", set,
-		             pmemobj_errormsg());
-		return 1;
-	}
+
+/** `ops` transactions (after 10 unmeasured) on the objects [first, first + count) of the root
+ * array; their latencies in t. False (with the reason on stderr) when one fails. */
+bool run_transactions(PMEMobjpool *pop, unsigned ops, std::size_t first, std::size_t count,
+                      std::vector<double> &t)
+{
 	PMEMoid root = pmemobj_root(pop, object_size * slots);
 	auto *base = static_cast<std::uint8_t *>(pmemobj_direct(root));
-	std::vector<double> t;
-	t.reserve(ops);
-	auto start = clock_type::now();
 	for (unsigned i = 0; i < ops + 10; ++i) {
-		if (i == 10)
-			start = clock_type::now();
 		auto t0 = clock_type::now();
-		std::size_t off = (i % slots) * object_size;
+		std::size_t off = (first + i % count) * object_size;
 		if (pmemobj_tx_begin(pop, nullptr, TX_PARAM_NONE) != 0 ||
 		    pmemobj_tx_add_range(root, off, object_size) != 0) {
 			std::fprintf(stderr, "rpmem-bench worker: transaction failed: %s\n",
 			             pmemobj_errormsg());
 			if (pmemobj_tx_stage() != TX_STAGE_NONE)
 				pmemobj_tx_end();
-			pmemobj_close(pop);
-			return 1;
+			return false;
 		}
 		std::memset(base + off, static_cast<int>(i & 0xff), object_size);
 		pmemobj_tx_commit();
 		if (pmemobj_tx_end() != 0) {
 			std::fprintf(stderr, "rpmem-bench worker: commit failed: %s\n",
 			             pmemobj_errormsg());
-			pmemobj_close(pop);
-			return 1;
+			return false;
 		}
 		if (i >= 10)
 			t.push_back(us_since(t0));
 	}
+	return true;
+}
+
+} // namespace
+
+int pmemobj_worker(int argc, char **argv)
+{
+	if (argc < 5) {
+		std::fprintf(stderr, "usage: %s %s POOLSET OPS THREADS\n", argv[0],
+		             pmemobj_worker_flag);
+		return 2;
+	}
+	const char *set = argv[2];
+	unsigned ops = static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10));
+	unsigned nt = std::max(1u, static_cast<unsigned>(std::strtoul(argv[4], nullptr, 10)));
+	PMEMobjpool *pop = pmemobj_create(set, "rpmem-bench", 0, 0600);
+	if (!pop) {
+		std::fprintf(stderr, "rpmem-bench worker: pmemobj_create(%s) failed: %s\n", set,
+		             pmemobj_errormsg());
+		return 1;
+	}
+	pmemobj_root(pop, object_size * slots);
+	// Each thread its own objects, `ops` transactions in all.
+	std::vector<std::vector<double>> times(nt);
+	std::vector<char> ok(nt, 0);
+	std::vector<std::thread> ts;
+	auto start = clock_type::now();
+	for (unsigned k = 0; k < nt; ++k)
+		ts.emplace_back([&, k] {
+			ok[k] =
+			    run_transactions(pop, ops / nt, k * (slots / nt), slots / nt, times[k]);
+		});
+	for (auto &th : ts)
+		th.join();
 	double secs = us_since(start) / 1e6;
-	auto s = summarize(t);
 	pmemobj_close(pop);
-	std::printf("ok %u %.6f %.3f %.3f\n", ops, secs, s.median, s.p99);
+	std::vector<double> all;
+	for (unsigned k = 0; k < nt; ++k) {
+		if (!ok[k])
+			return 1;
+		all.insert(all.end(), times[k].begin(), times[k].end());
+	}
+	auto s = summarize(all);
+	std::printf("ok %zu %.6f %.3f %.3f\n", all.size(), secs, s.median, s.p99);
 	return 0;
 }
+
+namespace
+{
+
+/** One pmemobj point: nt threads, local only and with a REPLICA line. */
+template <class MakeSet, class ToRow>
+void pmemobj_point(const options &o, const std::string &provider, unsigned nt, MakeSet &make_set,
+                   ToRow &to_row, const std::vector<std::string> &env, std::vector<row> &out)
+{
+	auto local = run_worker(o, make_set("local", false), env, nt);
+	row lr = to_row("local", nt, local);
+	out.push_back(lr);
+	if (o.pmemobj_remote_set.empty()) {
+		row r = to_row("replica", nt, {});
+		r.note = "skipped: no --pmemobj-remote-set";
+		out.push_back(r);
+		return;
+	}
+	client::pool_options po;
+	auto s = client::process_settings();
+	s.providers = provider;
+	po.tuning = s;
+	auto remove_remote = [&] {
+		try {
+			client::remote_pool::remove(o.target, o.pmemobj_remote_set,
+			                            client::remove_force, po);
+		} catch (const rpmem::error &) {
+		}
+	};
+	remove_remote();
+	worker_result rep;
+	try {
+		rep = run_worker(o, make_set("replica", true), env, nt);
+	} catch (...) {
+		remove_remote();
+		throw;
+	}
+	remove_remote();
+	row r = to_row("replica", nt, rep);
+	r.floor = "pmemobj-tx local";
+	r.floor_value = lr.ops_s;
+	r.ratio = lr.ops_s > 0 ? r.ops_s / lr.ops_s : 0;
+	out.push_back(r);
+}
+
+} // namespace
 
 void pmemobj_scenario(const options &o, const std::string &provider, std::vector<row> &out)
 {
@@ -188,6 +265,7 @@ void pmemobj_scenario(const options &o, const std::string &provider, std::vector
 
 	auto make_set = [&](const std::string &name, bool replica) {
 		fs::path set = dir / (name + ".set");
+		fs::remove(dir / (name + ".part")); // from the previous point
 		std::ofstream f(set);
 		f << "PMEMPOOLSET\n"
 		  << o.pmemobj_size << " " << (dir / (name + ".part")).string() << "\n";
@@ -195,52 +273,24 @@ void pmemobj_scenario(const options &o, const std::string &provider, std::vector
 			f << "REPLICA " << o.target << " " << o.pmemobj_remote_set << "\n";
 		return set;
 	};
-	auto to_row = [&](const std::string &param, const worker_result &w) {
+	auto to_row = [&](const std::string &param, unsigned nt, const worker_result &w) {
 		row r;
 		r.provider = param == "local" ? "-" : provider;
 		r.method = param == "local" ? "-" : "gpspm";
 		r.scenario = "pmemobj-tx";
-		r.param = param;
+		r.param = nt > 1 ? fmt::format("{} {}T", param, nt) : param;
+		r.threads = nt;
 		r.median_us = w.median_us;
 		r.p99_us = w.p99_us;
 		r.ops_s = w.seconds > 0 ? w.ops / w.seconds : 0;
 		r.note = "tx: add_range 256B + write";
 		return r;
 	};
-	auto local = run_worker(o, make_set("local", false), env);
-	row lr = to_row("local", local);
-	out.push_back(lr);
-	if (o.pmemobj_remote_set.empty()) {
-		row r = to_row("replica", {});
-		r.note = "skipped: no --pmemobj-remote-set";
-		out.push_back(r);
-		return;
-	}
-	client::pool_options po;
-	auto s = client::process_settings();
-	s.providers = provider;
-	po.tuning = s;
-	auto remove_remote = [&] {
-		try {
-			client::remote_pool::remove(o.target, o.pmemobj_remote_set,
-			                            client::remove_force, po);
-		} catch (const rpmem::error &) {
-		}
-	};
-	remove_remote();
-	worker_result rep;
-	try {
-		rep = run_worker(o, make_set("replica", true), env);
-	} catch (...) {
-		remove_remote();
-		throw;
-	}
-	remove_remote();
-	row r = to_row("replica", rep);
-	r.floor = "pmemobj-tx local";
-	r.floor_value = lr.ops_s;
-	r.ratio = lr.ops_s > 0 ? r.ops_s / lr.ops_s : 0;
-	out.push_back(r);
+	std::vector<unsigned> threads = o.pmemobj_threads;
+	if (threads.empty())
+		threads = {1};
+	for (unsigned nt : threads)
+		pmemobj_point(o, provider, nt, make_set, to_row, env, out);
 }
 
 } // namespace rpmem::bench

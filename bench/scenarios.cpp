@@ -121,6 +121,10 @@ client::pool_options scenarios::pool_opts(const std::string &method) const
 	po.command = client::process_settings().commands.front();
 	if (method == "apm")
 		po.command += " --persist-apm";
+	else if (method == "commit")
+		po.command += " --persist-commit";
+	if (!o_.mr_mode.empty())
+		po.command += " --mr-mode=" + o_.mr_mode;
 	po.ssh = ssh::options::from_environment();
 	auto s = client::process_settings();
 	s.providers = provider_;
@@ -163,12 +167,15 @@ void scenarios::latency(const std::string &method, floor_link &fl, bool with_flo
                         std::vector<row> &out)
 {
 	auto pool = connect(1, method);
-	std::string got = pool->method() == ctl::persist_method::apm ? "apm" : "gpspm";
+	std::string got = ctl::to_string(pool->method());
 	if (got != method)
-		throw rpmem::error(EINVAL, fmt::format("asked rpmemd for {} but it chose {}: APM "
-		                                       "needs pmem on the replica "
-		                                       "(PMEM_IS_PMEM_FORCE=1 in RPMEM_CMD)",
-		                                       method, got));
+		throw rpmem::error(EINVAL,
+		                   fmt::format("asked rpmemd for {} but it chose {}: APM "
+		                               "and commit need pmem on the replica "
+		                               "(PMEM_IS_PMEM_FORCE=1 in RPMEM_CMD), commit "
+		                               "a provider granting FI_RMA_PMEM (tcp)",
+		                               method, got));
+	const bool commit_floor = fl.commit_supported();
 	std::vector<std::size_t> sizes = o_.sizes;
 	if (sizes.empty())
 		sizes = {8, 64, 256, 1024, 4096, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20};
@@ -179,7 +186,7 @@ void scenarios::latency(const std::string &method, floor_link &fl, bool with_flo
 			                   fmt::format("size {} does not fit the {}-byte pool",
 			                               size, o_.pool_size));
 		unsigned iters = iterations_for(o_, size);
-		std::vector<double> ours, wmr, wr, sr;
+		std::vector<double> ours, wmr, wr, sr, cw;
 		std::size_t i = 0;
 		alternate(
 		    o_, iters,
@@ -196,14 +203,18 @@ void scenarios::latency(const std::string &method, floor_link &fl, bool with_flo
 			    double a = fl.write_msg_reply(size);
 			    double b = fl.write_read(size);
 			    double c = size <= fl.msg_max() ? fl.send_reply(size) : 0;
+			    double d = commit_floor ? fl.commit_write(size) : 0;
 			    if (keep) {
 				    wmr.push_back(a);
 				    wr.push_back(b);
 				    if (size <= fl.msg_max())
 					    sr.push_back(c);
+				    if (commit_floor)
+					    cw.push_back(d);
 			    }
 		    });
-		auto s_ours = summarize(ours), s_wmr = summarize(wmr), s_wr = summarize(wr);
+		auto s_ours = summarize(ours), s_wmr = summarize(wmr), s_wr = summarize(wr),
+		     s_cw = summarize(cw);
 		if (with_floor_rows) {
 			// What the daemon's persist itself costs for this size on this machine
 			// (cache-line flushes, as pmem_persist on the replica): not a transport
@@ -227,14 +238,20 @@ void scenarios::latency(const std::string &method, floor_link &fl, bool with_flo
 			if (!sr.empty())
 				out.push_back(floor_row(provider_, "floor:send+reply",
 				                        size_text(size), size, summarize(sr)));
+			if (!cw.empty())
+				out.push_back(floor_row(provider_, "floor:commit-write",
+				                        size_text(size), size, s_cw));
 		}
 		row r = base(method, "persist", size_text(size));
 		r.size = size;
 		r.median_us = s_ours.median;
 		r.p99_us = s_ours.p99;
 		r.mib_s = mib_per_s(double(size), s_ours.median);
-		const auto &fs = method == "apm" ? s_wr : s_wmr;
-		r.floor = method == "apm" ? "floor:write+read" : "floor:write+msg+reply";
+		// Each method against the raw operations it cannot beat.
+		const auto &fs = method == "apm" ? s_wr : method == "commit" ? s_cw : s_wmr;
+		r.floor = method == "apm"      ? "floor:write+read"
+		          : method == "commit" ? "floor:commit-write"
+		                               : "floor:write+msg+reply";
 		r.floor_value = fs.median;
 		r.ratio = fs.median > 0 ? s_ours.median / fs.median : 0;
 		out.push_back(r);
@@ -330,7 +347,9 @@ void scenarios::throughput(floor_link &fl, std::vector<row> &out)
 	if (sizes.empty())
 		sizes = {4096, 64 << 10, 1 << 20, 4 << 20};
 	for (unsigned nt : threads) {
-		auto pool = connect(nt);
+		// One lane per thread, or (--pool-lanes) libpmemobj's pattern: a pool of many
+		// lanes (1024) of which each thread uses its own.
+		auto pool = connect(o_.pool_lanes ? o_.pool_lanes : nt);
 		unsigned lanes = pool->nlanes();
 		for (std::size_t size : sizes) {
 			std::size_t slice = (o_.pool_size - client::header_size) / nt;
@@ -380,7 +399,10 @@ void scenarios::throughput(floor_link &fl, std::vector<row> &out)
 			f.threads = 1;
 			if (nt == threads.front())
 				out.push_back(f);
-			row r = base("gpspm", fmt::format("throughput-{}T", nt), size_text(size));
+			row r = base("gpspm",
+			             o_.pool_lanes ? fmt::format("throughput-{}T/{}L", nt, lanes)
+			                           : fmt::format("throughput-{}T", nt),
+			             size_text(size));
 			r.size = size;
 			r.threads = nt;
 			r.mib_s = mib_per_s(double(bytes.load()), us);

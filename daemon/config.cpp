@@ -42,6 +42,9 @@ constexpr std::array<setting_info, static_cast<std::size_t>(setting::count_)> se
     {setting::use_syslog, "use-syslog"},
     {setting::log_level, "log-level"},
     {setting::heartbeat_timeout, "heartbeat-timeout"},
+    {setting::wait, "wait"},
+    {setting::persist_commit, "persist-commit"},
+    {setting::mr_mode, "mr-mode"},
 }};
 
 std::string valid_keys()
@@ -118,14 +121,36 @@ void apply(config &cfg, setting s, std::string_view value, const cmdline_mask &k
 	}
 	case setting::persist_apm:
 	case setting::persist_general:
+	case setting::persist_commit:
 	case setting::use_syslog: {
 		bool b = bool_value(value);
 		if (!assign)
 			return;
 		bool &field = s == setting::persist_apm       ? cfg.persist_apm
 		              : s == setting::persist_general ? cfg.persist_general
+		              : s == setting::persist_commit  ? cfg.persist_commit
 		                                              : cfg.use_syslog;
 		field = b;
+		return;
+	}
+	case setting::wait: {
+		auto mode = rpmem::fabric::parse_wait_mode(value);
+		if (!mode)
+			throw value_error{
+			    fmt::format("'{}' is not a way to wait; use adaptive, block or spin",
+			                shown(value))};
+		if (assign)
+			cfg.wait = *mode;
+		return;
+	}
+	case setting::mr_mode: {
+		auto mode = rpmem::fabric::parse_mr_mode(value);
+		if (!mode)
+			throw value_error{fmt::format(
+			    "'{}' is not a memory registration mode; use auto, basic or scalable",
+			    shown(value))};
+		if (assign)
+			cfg.mr_mode = *mode;
 		return;
 	}
 	case setting::log_level: {
@@ -174,6 +199,9 @@ const option long_options[] = {
     {"use-syslog", no_argument, nullptr, long_only(setting::use_syslog)},
     {"log-level", required_argument, nullptr, long_only(setting::log_level)},
     {"heartbeat-timeout", required_argument, nullptr, long_only(setting::heartbeat_timeout)},
+    {"wait", required_argument, nullptr, long_only(setting::wait)},
+    {"persist-commit", no_argument, nullptr, long_only(setting::persist_commit)},
+    {"mr-mode", required_argument, nullptr, long_only(setting::mr_mode)},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -390,6 +418,14 @@ void finish(config &cfg, const cmdline_mask &given, const std::vector<std::strin
 		    shown_dir, origin_of_poolset_dir(given, read)));
 	}
 	cfg.poolset_dir = std::move(dir);
+	if (!cfg.mr_mode && env.mr_mode) {
+		cfg.mr_mode = rpmem::fabric::parse_mr_mode(*env.mr_mode);
+		if (!cfg.mr_mode)
+			throw config_error(fmt::format(
+			    "rpmemd: RPMEM_MR_MODE='{}' in rpmemd's environment is not auto, basic "
+			    "or scalable; fix or unset it, or give --mr-mode",
+			    shown(*env.mr_mode)));
+	}
 }
 
 } // namespace
@@ -397,6 +433,8 @@ void finish(config &cfg, const cmdline_mask &given, const std::vector<std::strin
 environment environment::from_process()
 {
 	environment env;
+	if (const char *mr = std::getenv("RPMEM_MR_MODE"); mr && *mr)
+		env.mr_mode = mr;
 	if (const char *home = std::getenv("HOME"); home && *home) {
 		env.home = home;
 		return env;
@@ -502,11 +540,19 @@ std::string usage(std::string_view program)
 	    "      --heartbeat-timeout <ms>\n"
 	    "                            give up on a silent client after <ms> milliseconds\n"
 	    "                            (1 to {}, default 5000)\n"
+	    "      --wait <mode>         how workers wait for requests: adaptive (poll while\n"
+	    "                            it pays and a core is free, then block; default),\n"
+	    "                            block or spin\n"
+	    "      --persist-commit      offer the commit-complete persist where the provider\n"
+	    "                            grants FI_RMA_PMEM and the pool is on real pmem\n"
+	    "      --mr-mode <mode>      memory registration mode asked of the provider:\n"
+	    "                            auto (default; or RPMEM_MR_MODE), basic or scalable\n"
 	    "\n"
 	    "Config files: /etc/rpmemd/rpmemd.conf, then ~/.rpmemd.conf (or only --config).\n"
 	    "One 'key = value' per line, '#' starts a comment, booleans are yes or no.\n"
 	    "Keys: log-file, poolset-dir, persist-apm, persist-general, use-syslog,\n"
-	    "log-level, heartbeat-timeout. Command-line options override config files.\n",
+	    "log-level, heartbeat-timeout, wait, persist-commit, mr-mode. Command-line\n"
+	    "options override config files.\n",
 	    program, max_nthreads, max_heartbeat_ms);
 }
 

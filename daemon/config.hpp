@@ -4,10 +4,13 @@
 // libpmempool runs `rpmemd --remove DESC --force` over ssh by itself and PMDK's test harness
 // runs `rpmemd --log-file=F --log-level=L --poolset-dir=D --config=C --persist-apm`, so the
 // options, their spellings and the config file syntax are PMDK 1.12's
-// (reference §6.1-§6.4), plus one extension: heartbeat-timeout.
+// (reference §6.1-§6.4), plus extensions: heartbeat-timeout, wait, persist-commit, mr-mode.
 #pragma once
 
 #include "log.hpp"
+
+#include "fabric/mr_mode.hpp"
+#include "fabric/spin_policy.hpp"
 
 #include <bitset>
 #include <chrono>
@@ -49,6 +52,14 @@ struct config {
 	// Extension (also a config key): how long the daemon waits on a silent client (no control
 	// message, no fabric traffic) before it declares the session dead and cleans up.
 	std::chrono::milliseconds heartbeat_timeout{5000};
+	// Extensions: how workers wait for requests (adaptive: poll while it pays and a core is
+	// free, then block); offer the commit-complete persist where the provider grants
+	// FI_RMA_PMEM and the pool is pmem; the MR mode asked of the provider (when neither the
+	// command line nor a config file sets it: RPMEM_MR_MODE in rpmemd's environment, else
+	// auto).
+	rpmem::fabric::wait_mode wait = rpmem::fabric::wait_mode::adaptive;
+	bool persist_commit = false;
+	std::optional<rpmem::fabric::mr_mode> mr_mode;
 };
 
 /** The settings a config file may set; command-line values for them win over config files. */
@@ -60,6 +71,9 @@ enum class setting {
 	use_syslog,
 	log_level,
 	heartbeat_timeout,
+	wait,
+	persist_commit,
+	mr_mode,
 	count_
 };
 
@@ -78,6 +92,7 @@ private:
 struct environment {
 	std::string home; // the user's home directory (for ~/.rpmemd.conf and $HOME)
 	std::string etc_config = "/etc/rpmemd/rpmemd.conf";
+	std::optional<std::string> mr_mode{}; // RPMEM_MR_MODE: mr-mode when no option sets it
 
 	/** $HOME, or the password database entry of the real user when HOME is unset. */
 	static environment from_process();

@@ -68,11 +68,6 @@ private:
 	std::uint64_t size_;
 };
 
-const char *method_name(ctl::persist_method m)
-{
-	return m == ctl::persist_method::apm ? "APM" : "GPSPM";
-}
-
 class session
 {
 public:
@@ -271,10 +266,21 @@ private:
 				pool_ = store_.open(req.descriptor, req.pool_size);
 			}
 			region_ = std::make_unique<pool_region>(*pool_, req.pool_size);
-			method_ = cfg_.persist_apm && pool_->is_pmem() ? ctl::persist_method::apm
-			                                               : ctl::persist_method::gpspm;
-			target_ = start_target({address_, req.provider, region_.get(), req.nlanes,
-			                        method_, cfg_.nthreads});
+			// NIC writes (APM) and provider cache flushes (commit) are durable only
+			// where the pool is persistent memory; commit is new in protocol 1.1.
+			const bool pmem = pool_->is_pmem();
+			target_params tp;
+			tp.address = address_;
+			tp.providers = req.provider;
+			tp.region = region_.get();
+			tp.nlanes = req.nlanes;
+			tp.allow_apm = cfg_.persist_apm && pmem;
+			tp.allow_commit =
+			    cfg_.persist_commit && pmem && req.minor >= ctl::commit_since_minor;
+			tp.nthreads = cfg_.nthreads;
+			tp.wait = cfg_.wait;
+			tp.mr_mode = cfg_.mr_mode.value_or(rpmem::fabric::mr_mode::automatic);
+			target_ = start_target(tp);
 		} catch (const store_error &e) {
 			log_err("{}: {} {}: {}", peer_, create ? "create" : "open", req.descriptor,
 			        e.message());
@@ -302,7 +308,7 @@ private:
 		           "connection(s), provider {}, {}, {}",
 		           peer_, create ? "created" : "opened", req.descriptor, req.pool_size,
 		           resp.fabric.nlanes, resp.fabric.nendpoints, resp.fabric.provider,
-		           method_name(method_), pool_->is_pmem() ? "pmem" : "msync");
+		           ctl::to_string(resp.fabric.method), pool_->is_pmem() ? "pmem" : "msync");
 		return std::nullopt;
 	}
 
@@ -338,10 +344,12 @@ private:
 		}
 		bool remove = created_ && (req.flags & ctl::close_flag_remove);
 		try {
-			teardown(remove);
+			release(remove);
 		} catch (const std::exception &e) {
 			resp = {ctl::status::fatal, EIO, e.what()};
 		}
+		// The pool is closed and unlocked: the client may go on. The fabric's remains (its
+		// queues, domain and the provider's threads: milliseconds with sockets) go after.
 		ctl::send(io_, ctl::encode(resp, ctl::msg_type::close_resp));
 		return exit_ok;
 	}
@@ -363,18 +371,27 @@ private:
 		return code;
 	}
 
-	/** Stops the fabric, closes the pool and removes it if asked. Idempotent. */
+	/** Stops serving, closes the pool and removes it if asked, then closes what is left of
+	 * the fabric. Idempotent. */
 	void teardown(bool remove)
 	{
-		if (target_) {
+		release(remove);
+		target_.reset();
+	}
+
+	/** Stops serving (nothing reaches the pool after), closes the pool and removes it if
+	 * asked. Idempotent. */
+	void release(bool remove)
+	{
+		if (target_ && !stopped_) {
 			target_->stop();
+			stopped_ = true;
 			auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() -
 			                                          started_)
 			                .count();
 			log_notice("{}: session end: pool {}, {} requests, {} bytes persisted, "
 			           "{:.3f} s",
 			           peer_, descriptor_, target_->requests(), target_->bytes(), secs);
-			target_.reset();
 		}
 		region_.reset();
 		if (!pool_)
@@ -402,10 +419,10 @@ private:
 	std::unique_ptr<pool> pool_;
 	std::unique_ptr<pool_region> region_;
 	std::unique_ptr<target> target_;
-	ctl::persist_method method_ = ctl::persist_method::gpspm;
 	std::chrono::steady_clock::time_point last_message_ = std::chrono::steady_clock::now();
 	std::string descriptor_;
 	bool created_ = false;
+	bool stopped_ = false; // target_ stopped: only its remains are left
 };
 
 } // namespace

@@ -14,6 +14,7 @@
 #include "fabric/info.hpp"
 #include "fabric/mr.hpp"
 #include "fabric/passive_endpoint.hpp"
+#include "fabric/waiter.hpp"
 #include "rpmem/error.hpp"
 
 #include <rdma/fi_endpoint.h>
@@ -86,13 +87,15 @@ std::vector<std::string> split_list(const std::string &s)
 }
 
 /** The first provider of the client's list that can listen on `address`. */
-fab::info listen_info(const std::string &address, const std::string &providers)
+fab::info listen_info(const std::string &address, const std::string &providers,
+                      rpmem::fabric::mr_mode mr)
 {
 	std::string tried;
 	for (const auto &p : split_list(providers)) {
 		try {
 			fab::request req;
 			req.provider = p;
+			req.mr = mr;
 			return fab::info::for_listen(address, req);
 		} catch (const rpmem::error &e) {
 			tried += fmt::format("{}{}: {}", tried.empty() ? "" : "; ", p, e.message());
@@ -120,10 +123,22 @@ unsigned thread_count()
 	return n;
 }
 
+/** The persistence method to announce: commit where the pool allows it and the provider
+ * makes FI_COMMIT_COMPLETE writes persistent (FI_RMA_PMEM), else APM where allowed, else GPSPM.
+ */
+ctl::persist_method choose_method(const target_params &p, const fab::granted &g)
+{
+	if (p.allow_commit && g.rma_pmem)
+		return ctl::persist_method::commit;
+	if (p.allow_apm)
+		return ctl::persist_method::apm;
+	return ctl::persist_method::gpspm;
+}
+
 class fabric_target final : public target
 {
 public:
-	explicit fabric_target(const target_params &p) : region_(*p.region)
+	explicit fabric_target(const target_params &p) : region_(*p.region), wait_(p.wait)
 	{
 		nlanes_ = std::clamp<std::uint32_t>(p.nlanes, 1, max_lanes);
 		std::uint32_t cores = cpu_count();
@@ -136,7 +151,7 @@ public:
 		                       : std::min<unsigned>(nendpoints_, cores);
 
 		// Kept for the target's lifetime: the sockets provider's listener refers to it.
-		listen_info_ = listen_info(p.address, p.providers);
+		listen_info_ = listen_info(p.address, p.providers, p.mr_mode);
 		const auto &fi = listen_info_;
 		domain_ = std::make_unique<fab::fabric_domain>(fi);
 		const auto &g = domain_->granted();
@@ -184,10 +199,15 @@ public:
 		}
 		pool_mr_ = std::make_unique<fab::memory_region>(
 		    *domain_, region_.base(), region_.size(), FI_REMOTE_READ | FI_REMOTE_WRITE);
+		// Requests, and with commit the writes' remote CQ data too (clients keep up to 16
+		// commit writes in flight per lane: lib/client/persist_method.cpp).
+		const ctl::persist_method method = choose_method(p, g);
+		std::size_t cq_size = std::size_t(queue_depth_) * nendpoints_ * 2;
+		if (method == ctl::persist_method::commit)
+			cq_size += std::size_t(per_conn) * 16 * nendpoints_;
 		for (unsigned w = 0; w < nworkers_; ++w)
 			cqs_.push_back(std::make_unique<fab::cq>(
-			    *domain_, fab::cq_options{queue_depth_ * nendpoints_ * 2,
-			                              fab::wait_object::unspec}));
+			    *domain_, fab::cq_options{cq_size, fab::cq_waiter(wait_).needs()}));
 		buffers_.resize(std::size_t(nendpoints_) * queue_depth_ * slot_size_);
 		recv_mr_ = std::make_unique<fab::memory_region>(*domain_, buffers_.data(),
 		                                                buffers_.size(), FI_RECV);
@@ -212,11 +232,11 @@ public:
 		params_.nendpoints = nendpoints_;
 		params_.inline_max = inline_max_;
 		params_.queue_depth = queue_depth_;
-		params_.method = p.method;
+		params_.method = method;
 		log_info("fabric target on {}:{}: {}; {} lanes, {} connections, queue depth {}, "
-		         "{} workers; {} threads before starting them",
+		         "{} workers ({} waits); {} threads before starting them",
 		         p.address, name.port, g.describe(), nlanes_, nendpoints_, queue_depth_,
-		         nworkers_, thread_count());
+		         nworkers_, rpmem::fabric::to_string(wait_), thread_count());
 
 		// Named, so ps -L, top -H and debuggers tell the daemon's threads apart.
 		accept_thread_ = std::thread([this] {
@@ -247,13 +267,17 @@ public:
 			return;
 		stopped_ = true;
 		stop_.store(true);
-		for (auto &cq : cqs_)
-			cq->signal();
+		if (fab::cq_waiter(wait_).needs() != fab::wait_object::none)
+			for (auto &cq : cqs_)
+				cq->signal();
 		// Wake the accept thread now rather than at its next timeout.
-		fi_eq_entry wake{};
-		if (fi_eq_write(eq_->get(), FI_NOTIFY, &wake, sizeof(wake), 0) < 0)
-			log_debug("could not wake the fabric event queue; the accept thread "
-			          "stops at its next timeout");
+		try {
+			eq_->wake();
+		} catch (const rpmem::error &e) {
+			log_warn("could not wake the fabric event queue ({}); the accept thread "
+			         "stops at its next timeout",
+			         e.message());
+		}
 		for (auto &t : workers_)
 			t.join();
 		if (accept_thread_.joinable())
@@ -268,6 +292,7 @@ public:
 			}
 			c->ep.reset();
 		}
+		pool_mr_.reset();
 	}
 
 private:
@@ -418,11 +443,14 @@ private:
 	void worker_loop(unsigned w)
 	{
 		auto &cq = *cqs_[w];
+		// Adaptive: after a request, poll for the next one while that pays and a core is
+		// free (a client persisting back to back sends it within microseconds).
+		fab::cq_waiter waiter(wait_);
 		std::array<fab::cq_entry, 16> entries{};
 		while (!stop_.load(std::memory_order_relaxed)) {
 			fab::cq_result res;
 			try {
-				res = cq.sread(entries, 500ms);
+				res = waiter.wait(cq, entries, 500ms);
 			} catch (const rpmem::error &e) {
 				log_err("worker {}: completion queue failed: {}", w, e.message());
 				failed_ = true;
@@ -503,6 +531,7 @@ private:
 	}
 
 	persist_region &region_;
+	rpmem::fabric::wait_mode wait_;
 	std::uint32_t nlanes_ = 0;
 	std::uint32_t nendpoints_ = 0;
 	unsigned nworkers_ = 0;

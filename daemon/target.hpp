@@ -4,6 +4,8 @@
 #pragma once
 
 #include "control/messages.hpp"
+#include "fabric/mr_mode.hpp"
+#include "fabric/spin_policy.hpp"
 #include "lane_exec.hpp"
 
 #include <chrono>
@@ -19,8 +21,13 @@ struct target_params {
 	std::string providers; // client's preference: "tcp" or "verbs,tcp,sockets"
 	persist_region *region = nullptr;
 	std::uint32_t nlanes = 0; // requested by the client
-	rpmem::control::persist_method method = rpmem::control::persist_method::gpspm;
+	// The methods the pool allows besides GPSPM (always served); the target announces the
+	// best one its provider can serve: commit where it grants FI_RMA_PMEM, else APM.
+	bool allow_apm = false;
+	bool allow_commit = false;
 	unsigned nthreads = 0; // 0: about the number of cores
+	rpmem::fabric::wait_mode wait = rpmem::fabric::wait_mode::adaptive; // how workers wait
+	rpmem::fabric::mr_mode mr_mode = rpmem::fabric::mr_mode::automatic;
 };
 
 class target
@@ -38,7 +45,9 @@ public:
 	/** Bytes persisted and requests served so far (for the session log line). */
 	virtual std::uint64_t bytes() const = 0;
 	virtual std::uint64_t requests() const = 0;
-	/** Stops the workers and closes every connection; idempotent. */
+	/** Stops the workers, closes every connection and deregisters the pool's memory: nothing
+	 * reaches the pool after it returns, so it can be closed. What is left (queues, the
+	 * domain, the provider's threads) goes with the object. Idempotent. */
 	virtual void stop() = 0;
 };
 

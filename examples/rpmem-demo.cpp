@@ -68,8 +68,7 @@ int main(int argc, char **argv)
 		fmt::print("created   {} on {} in {:.1f} ms: {} lanes over {} connection(s), "
 		           "provider {}, {}\n",
 		           desc, target, ms_since(t), nlanes, pool->fabric().nendpoints,
-		           pool->fabric().provider,
-		           pool->method() == ctl::persist_method::apm ? "APM" : "GPSPM");
+		           pool->fabric().provider, ctl::to_string(pool->method()));
 
 		// Replicate 16 MiB of data in 1 MiB persists, and one small inline persist.
 		for (std::size_t i = 4096; i < size; i += 8)

@@ -162,7 +162,8 @@ public:
 	std::span<std::byte> memory() const { return memory_; }
 	/** The host the pool lives on, as SSH resolved it. */
 	const std::string &host() const;
-	/** The remote persistence method: "gpspm" (message) or "apm" (RDMA read). */
+	/** The remote persistence method: "gpspm" (message), "apm" (RDMA read) or "commit"
+	 * (commit-complete writes). */
 	const char *method() const;
 
 private:

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The data path of one remote pool: lanes multiplexed over a few fabric connections.
 //
-// A lane is an ordering domain, not a connection: lane l travels on connection l % E. Each lane
+// A lane is an ordering domain, not a connection: lanes are spread over E connections
+// (lane_map.hpp: consecutive lanes and libpmemobj's lanes 8 apart alike). Each lane
 // has one message slot for its batch; a large persist may add up to pipeline - 1 chunk requests
 // in flight before it (when rpmemd's queue depth leaves room per lane); a connection carries up
 // to `queue_depth` requests at once (credits). Completions are reaped by whichever waiting thread
@@ -9,9 +10,9 @@
 // another.
 #pragma once
 
+#include "client/lane_stats.hpp"
 #include "control/messages.hpp"
 
-#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -23,24 +24,6 @@ namespace rpmem::client
 {
 
 struct settings;
-
-/** What one lane (or the whole pool) has done: operations, bytes, and how long round trips took
- * (latency_ns_log2[b] counts calls that took [2^b, 2^(b+1)) ns). */
-struct lane_stats {
-	std::uint64_t persists = 0; // persist calls (and non-relaxed flushes)
-	std::uint64_t flushes = 0;  // relaxed flushes
-	std::uint64_t drains = 0;   // drains that had something to make durable
-	std::uint64_t reads = 0;
-	std::uint64_t deep_persists = 0;
-	std::uint64_t bytes_persisted = 0;
-	std::uint64_t bytes_read = 0;
-	std::uint64_t round_trips = 0;
-	std::array<std::uint64_t, 40> latency_ns_log2{};
-
-	lane_stats &operator+=(const lane_stats &o);
-	/** The latency below which a fraction q (0..1) of round trips completed (bucket bound). */
-	std::uint64_t quantile_ns(double q) const;
-};
 
 class data_path
 {
@@ -105,6 +88,9 @@ public:
 	void shutdown();
 
 private:
+	void persist(std::uint64_t offset, std::uint64_t length, unsigned lane, bool wait_now);
+	void drain(unsigned lane, bool wait_now);
+
 	struct impl;
 	std::unique_ptr<impl> impl_;
 };

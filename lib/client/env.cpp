@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "client/env.hpp"
 
+#include "rpmem/error.hpp"
+
+#include <fmt/format.h>
+
 #include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <optional>
 
 namespace rpmem::client
 {
@@ -59,6 +64,24 @@ std::string provider_preference(const char *(*getenv_fn)(const char *))
 	return list;
 }
 
+/**
+ * The integer in variable `name`, or nullopt when it is unset or empty. Anything else that is
+ * not a whole decimal number of at least `min` is refused (PMDK ignored such values silently,
+ * leaving the user with a default they did not ask for).
+ */
+std::optional<long long> env_number(const char *(*getenv_fn)(const char *), const char *name,
+                                    long long min, const char *what)
+{
+	const char *value = getenv_fn(name);
+	if (!value || !*value)
+		return std::nullopt;
+	long long v = parse_env_int(value);
+	if (v < min)
+		throw rpmem::error(
+		    EINVAL, fmt::format("{}='{}' is not {}: fix or unset it", name, value, what));
+	return v;
+}
+
 } // namespace
 
 settings read_settings(const char *(*getenv_fn)(const char *))
@@ -66,21 +89,42 @@ settings read_settings(const char *(*getenv_fn)(const char *))
 	settings s;
 	if (const char *cmd = getenv_fn("RPMEM_CMD"); cmd && *cmd)
 		s.commands = split_commands(cmd);
-	if (auto v = parse_env_int(getenv_fn("RPMEM_MAX_NLANES")); v > 0)
-		s.max_nlanes = v > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(v);
-	if (auto v = parse_env_int(getenv_fn("RPMEM_WORK_QUEUE_SIZE")); v > 0)
-		s.work_queue_size = v > 65536 ? 65536 : static_cast<std::uint32_t>(v);
-	if (auto v = parse_env_int(getenv_fn("RPMEM_TIMEOUT")); v > 0)
-		s.op_timeout = std::chrono::milliseconds(v);
-	if (auto v = parse_env_int(getenv_fn("RPMEM_CONTROL_TIMEOUT")); v > 0)
-		s.control_timeout = std::chrono::milliseconds(v);
-	if (auto v = parse_env_int(getenv_fn("RPMEM_KEEPALIVE")); v >= 0)
-		s.keepalive = std::chrono::milliseconds(v);
-	if (auto v = parse_env_int(getenv_fn("RPMEM_INLINE_MAX")); v >= 0)
-		s.inline_max = v;
-	s.spin = parse_env_int(getenv_fn("RPMEM_SPIN")) > 0;
-	if (auto v = parse_env_int(getenv_fn("RPMEM_PIPELINE_CHUNK")); v >= 0)
-		s.pipeline_chunk = static_cast<std::uint64_t>(v);
+	auto number = [&](const char *name, long long min, const char *what) {
+		return env_number(getenv_fn, name, min, what);
+	};
+	constexpr const char *positive_ms = "a positive number of milliseconds";
+	if (auto v = number("RPMEM_MAX_NLANES", 1, "a positive number of lanes"))
+		s.max_nlanes = *v > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(*v);
+	if (auto v = number("RPMEM_WORK_QUEUE_SIZE", 1, "a positive number of requests"))
+		s.work_queue_size = *v > 65536 ? 65536 : static_cast<std::uint32_t>(*v);
+	if (auto v = number("RPMEM_TIMEOUT", 1, positive_ms))
+		s.op_timeout = std::chrono::milliseconds(*v);
+	if (auto v = number("RPMEM_CONTROL_TIMEOUT", 1, positive_ms))
+		s.control_timeout = std::chrono::milliseconds(*v);
+	if (auto v = number("RPMEM_KEEPALIVE", 0, "a number of milliseconds (0: off)"))
+		s.keepalive = std::chrono::milliseconds(*v);
+	if (auto v = number("RPMEM_INLINE_MAX", 0, "a number of bytes"))
+		s.inline_max = *v;
+	if (const char *spin = getenv_fn("RPMEM_SPIN"); spin && *spin) {
+		auto v = parse_env_int(spin);
+		if (v != 0 && v != 1)
+			throw rpmem::error(EINVAL, fmt::format("RPMEM_SPIN='{}' is not 0 (always "
+			                                       "block) or 1 (always poll): fix or "
+			                                       "unset it",
+			                                       spin));
+		s.wait = v ? fabric::wait_mode::spin : fabric::wait_mode::block;
+	}
+	if (const char *mr = getenv_fn("RPMEM_MR_MODE"); mr && *mr) {
+		auto mode = fabric::parse_mr_mode(mr);
+		if (!mode)
+			throw rpmem::error(EINVAL,
+			                   fmt::format("RPMEM_MR_MODE='{}' is not auto, basic "
+			                               "or scalable: fix or unset it",
+			                               mr));
+		s.mr_mode = *mode;
+	}
+	if (auto v = number("RPMEM_PIPELINE_CHUNK", 0, "a number of bytes (0: off)"))
+		s.pipeline_chunk = static_cast<std::uint64_t>(*v);
 	s.providers = provider_preference(getenv_fn);
 	return s;
 }

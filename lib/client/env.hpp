@@ -2,6 +2,9 @@
 // Client settings from the environment (PMDK's variables plus ours), read once per process.
 #pragma once
 
+#include "fabric/mr_mode.hpp"
+#include "fabric/spin_policy.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -20,15 +23,27 @@ struct settings {
 	std::chrono::milliseconds keepalive{1500}; // RPMEM_KEEPALIVE: ping interval (0: off);
 	                                           // below a third of rpmemd's heartbeat-timeout
 	std::int64_t inline_max = -1;              // RPMEM_INLINE_MAX (-1: the daemon's)
-	bool spin = false;                         // RPMEM_SPIN=1: poll completions
-	std::uint64_t pipeline_chunk = 256u << 10; // RPMEM_PIPELINE_CHUNK: persists of twice
-	                                           // this or more go in pipelined chunks (0: off)
+	// RPMEM_SPIN=1 polls completion queues, RPMEM_SPIN=0 always blocks; unset: poll for an
+	// adaptive budget while a core is free, then block.
+	fabric::wait_mode wait = fabric::wait_mode::adaptive;
+	// RPMEM_MR_MODE: the MR mode asked of the provider (auto, basic, scalable).
+	fabric::mr_mode mr_mode = fabric::mr_mode::automatic;
+	// Tests only: pass and honour local descriptors as if the provider required FI_MR_LOCAL
+	// (tcp and sockets never do, and ignore the descriptors), to run that path here.
+	bool force_local_mr = false;
+	// RPMEM_PIPELINE_CHUNK: persists of twice this or more go in pipelined chunks (0: off).
+	// 512 KiB: a 1 MiB persist as two halves was faster than as four quarters or one piece
+	// on tcp and sockets alike (docs/performance.md).
+	std::uint64_t pipeline_chunk = 512u << 10;
 };
 
-/** The process's settings, read from the environment on first use. */
+/** The process's settings, read from the environment on first use (throws as read_settings,
+ *  again on every call, while a variable is bad). */
 const settings &process_settings();
 
-/** Reads settings from an environment lookup (tests pass their own). */
+/** Reads settings from an environment lookup (tests pass their own). Throws rpmem::error
+ *  (EINVAL) naming the variable when a numeric one is not a number in its range, or
+ *  RPMEM_SPIN or RPMEM_MR_MODE has a value it cannot take. */
 settings read_settings(const char *(*getenv_fn)(const char *));
 
 /** The next RPMEM_CMD entry (PMDK: one rotation shared by create, open and remove). */

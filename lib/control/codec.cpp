@@ -69,10 +69,11 @@ public:
 	void known(std::string_view field, persist_method m) const
 	{
 		auto v = static_cast<std::uint32_t>(m);
-		if (m != persist_method::gpspm && m != persist_method::apm)
+		if (!known_method(v))
 			fail(field,
-			     fmt::format(
-			         "has unknown persistence method {} (known: 1 gpspm, 2 apm)", v));
+			     fmt::format("has unknown persistence method {} (known: 1 gpspm, "
+			                 "2 apm, 3 commit)",
+			                 v));
 	}
 
 private:

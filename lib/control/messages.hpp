@@ -14,7 +14,8 @@ namespace rpmem::control
 
 inline constexpr std::uint32_t frame_magic = 0x4d505052; // "RPPM" read little-endian
 inline constexpr std::uint16_t proto_major = 1;
-inline constexpr std::uint16_t proto_minor = 0;
+/** 1.1: persist_method::commit (rpmemd offers it only to a client that announced 1.1). */
+inline constexpr std::uint16_t proto_minor = 1;
 inline constexpr std::size_t header_size = 12;
 /** No message may be larger than this (header included): no unbounded allocation. */
 inline constexpr std::size_t max_message_size = 64 * 1024;
@@ -59,11 +60,20 @@ int status_errno(status s) noexcept;
 /** PMDK's text for the status ("Pool already in use", ...). */
 const char *status_text(status s) noexcept;
 
-/** Persistence method the daemon chose for the session (PMDK values). */
+/** Persistence method the daemon chose for the session (PMDK's values, and one of ours). */
 enum class persist_method : std::uint32_t {
-	gpspm = 1, // write, then a message; the daemon persists and replies
-	apm = 2,   // write, then an RDMA read (replica declares NIC writes durable)
+	gpspm = 1,  // write, then a message; the daemon persists and replies
+	apm = 2,    // write, then an RDMA read (replica declares NIC writes durable)
+	commit = 3, // since 1.1: a write with FI_COMMIT_COMPLETE is durable when it completes
 };
+inline constexpr std::uint16_t commit_since_minor = 1;
+
+/** Whether v is a method this version knows. */
+bool known_method(std::uint32_t v) noexcept;
+/** "gpspm", "apm", "commit": the names options and tables use. */
+const char *to_string(persist_method m) noexcept;
+/** One line for people: "GPSPM (rpmemd persists each range and answers)", ... */
+const char *describe(persist_method m) noexcept;
 
 /** Same fields and layout as struct rpmem_pool_attr (104 bytes). */
 struct pool_attr {

@@ -121,9 +121,10 @@ post_status endpoint::write(const void *buf, std::size_t len, void *desc, rma_ta
 }
 
 post_status endpoint::writemsg(const void *buf, std::size_t len, void *desc, rma_target dst,
-                               void *context, std::uint64_t flags)
+                               void *context, std::uint64_t flags, std::uint64_t data)
 {
 	rma_message m(const_cast<void *>(buf), len, desc, dst, context);
+	m.msg.data = data;
 	return posted(fi_writemsg(ep_.get(), &m.msg, flags), "fi_writemsg", len, dst.addr);
 }
 

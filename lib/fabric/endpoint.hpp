@@ -57,9 +57,11 @@ public:
 	[[nodiscard]] post_status recv(void *buf, std::size_t len, void *desc, void *context);
 	[[nodiscard]] post_status write(const void *buf, std::size_t len, void *desc,
 	                                rma_target dst, void *context);
-	/** fi_writemsg, for flags: FI_COMPLETION, FI_DELIVERY_COMPLETE, FI_COMMIT_COMPLETE. */
+	/** fi_writemsg, for flags: FI_COMPLETION, FI_DELIVERY_COMPLETE, FI_COMMIT_COMPLETE,
+	 * FI_REMOTE_CQ_DATA (then `data` is the remote CQ data). */
 	[[nodiscard]] post_status writemsg(const void *buf, std::size_t len, void *desc,
-	                                   rma_target dst, void *context, std::uint64_t flags);
+	                                   rma_target dst, void *context, std::uint64_t flags,
+	                                   std::uint64_t data = 0);
 	[[nodiscard]] post_status read(void *buf, std::size_t len, void *desc, rma_target src,
 	                               void *context);
 

@@ -37,6 +37,9 @@ eq::eq(const fabric_domain &parent, const eq_options &options)
 	fi_eq_attr attr{};
 	attr.size = options.size;
 	attr.wait_obj = to_fi(options.wait);
+	// Writable, so that wake() works: the sockets provider refuses fi_eq_write on an EQ
+	// opened without FI_WRITE (tcp's util EQ does not check).
+	attr.flags = FI_WRITE;
 	check(fi_eq_open(parent.fabric(), &attr, eq_.out(), nullptr), "fi_eq_open", provider_);
 }
 
@@ -89,6 +92,13 @@ eq_event eq::read_error()
 	event.err_text = fmt::format("{} (provider {}: {})", fi_strerror(event.err), provider_,
 	                             text != nullptr ? text : buffer);
 	return event;
+}
+
+void eq::wake()
+{
+	fi_eq_entry entry{};
+	check(fi_eq_write(eq_.get(), FI_NOTIFY, &entry, sizeof entry, 0), "fi_eq_write(FI_NOTIFY)",
+	      provider_);
 }
 
 int eq::wait_fd() const

@@ -50,6 +50,10 @@ public:
 	 */
 	std::optional<eq_event> read(std::chrono::milliseconds timeout);
 
+	/** Wakes a thread blocked in read(): it returns an event of type FI_NOTIFY. Throws
+	 * rpmem::error when the provider refuses the write. */
+	void wake();
+
 	/** The fd to poll (wait_object::fd only). Throws rpmem::error otherwise. */
 	int wait_fd() const;
 

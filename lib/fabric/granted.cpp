@@ -26,6 +26,10 @@ std::string bit_names(Bits value, const std::pair<Bits, const char *> (&names)[N
 
 std::string mr_mode_names(int mode)
 {
+	if (mode == FI_MR_BASIC)
+		return "[BASIC]";
+	if (mode == FI_MR_SCALABLE)
+		return "[SCALABLE]";
 	static const std::pair<int, const char *> names[] = {{FI_MR_LOCAL, "LOCAL"},
 	                                                     {FI_MR_RAW, "RAW"},
 	                                                     {FI_MR_VIRT_ADDR, "VIRT_ADDR"},
@@ -49,6 +53,18 @@ std::string order_names(std::uint64_t order)
 
 } // namespace
 
+int mr_mode_bits(int mr_mode, std::uint64_t mode)
+{
+	int bits = mr_mode;
+	if (mr_mode == FI_MR_BASIC)
+		bits = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	else if (mr_mode == FI_MR_SCALABLE)
+		bits = 0;
+	if (mode & FI_LOCAL_MR)
+		bits |= FI_MR_LOCAL;
+	return bits;
+}
+
 granted read_granted(const fi_info &info)
 {
 	granted g;
@@ -62,7 +78,8 @@ granted read_granted(const fi_info &info)
 	g.rma_pmem = (info.caps & FI_RMA_PMEM) != 0;
 	if (const fi_domain_attr *d = info.domain_attr) {
 		g.domain_name = d->name ? d->name : "";
-		g.mr_mode = d->mr_mode;
+		g.mr_mode_granted = d->mr_mode;
+		g.mr_mode = mr_mode_bits(d->mr_mode, info.mode);
 		g.tx_ctx_cnt = d->tx_ctx_cnt;
 		g.rx_ctx_cnt = d->rx_ctx_cnt;
 		g.cq_cnt = d->cq_cnt;
@@ -86,7 +103,10 @@ std::string granted::describe() const
 	return fmt::format("{} fabric {} domain {}: mr_mode {} msg_order {} rma_pmem {} "
 	                   "context {} max_msg {} inject {} tx {} rx {} tx_ctx {} rx_ctx {} "
 	                   "cq_cnt {} ep_cnt {} addr_format {}",
-	                   provider, fabric_name, domain_name, mr_mode_names(mr_mode),
+	                   provider, fabric_name, domain_name,
+	                   mr_mode == mr_mode_granted
+	                       ? mr_mode_names(mr_mode)
+	                       : mr_mode_names(mr_mode_granted) + " = " + mr_mode_names(mr_mode),
 	                   order_names(msg_order), rma_pmem, needs_context(), max_msg_size,
 	                   inject_size, tx_size, rx_size, tx_ctx_cnt, rx_ctx_cnt, cq_cnt, ep_cnt,
 	                   addr_format);

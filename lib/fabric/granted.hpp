@@ -14,12 +14,15 @@ namespace rpmem::fabric
 {
 
 struct granted {
-	std::string provider;        // fabric_attr->prov_name: "verbs", "tcp", "sockets", ...
-	std::string fabric_name;     // fabric_attr->name, e.g. "127.0.0.1/32"
-	std::string domain_name;     // domain_attr->name, e.g. "lo"
-	std::uint64_t caps = 0;      // info->caps
-	std::uint64_t mode = 0;      // info->mode: obligations on the caller (FI_CONTEXT, ...)
-	int mr_mode = 0;             // domain_attr->mr_mode (FI_MR_* bits)
+	std::string provider;    // fabric_attr->prov_name: "verbs", "tcp", "sockets", ...
+	std::string fabric_name; // fabric_attr->name, e.g. "127.0.0.1/32"
+	std::string domain_name; // domain_attr->name, e.g. "lo"
+	std::uint64_t caps = 0;  // info->caps
+	std::uint64_t mode = 0;  // info->mode: obligations on the caller (FI_CONTEXT, ...)
+	// domain_attr->mr_mode as FI_MR_* bits: API 1.4's FI_MR_BASIC reads as VIRT_ADDR |
+	// ALLOCATED | PROV_KEY, FI_MR_SCALABLE as none, and mode FI_LOCAL_MR adds FI_MR_LOCAL.
+	int mr_mode = 0;
+	int mr_mode_granted = 0;     // domain_attr->mr_mode as the provider wrote it
 	std::uint64_t msg_order = 0; // tx_attr->msg_order (FI_ORDER_* bits)
 	std::size_t max_msg_size = 0;
 	std::size_t inject_size = 0;
@@ -50,6 +53,15 @@ struct granted {
 	bool send_after_write() const noexcept { return msg_order & FI_ORDER_SAW; }
 	/** A read posted after a write observes it (FI_ORDER_RAW): what APM relies on. */
 	bool read_after_write() const noexcept { return msg_order & FI_ORDER_RAW; }
+	/**
+	 * A write can carry remote CQ data that makes a completion at the target without taking
+	 * one of its posted receives (cq_data_size > 0 and FI_RX_CQ_DATA not kept in mode: tcp;
+	 * with verbs, write-with-immediate consumes a receive).
+	 */
+	bool remote_cq_data_free() const noexcept
+	{
+		return cq_data_size > 0 && (mode & FI_RX_CQ_DATA) == 0;
+	}
 
 	/**
 	 * Receives one endpoint may keep posted: three quarters of rx_size (no limit when the
@@ -71,6 +83,9 @@ struct granted {
 	 */
 	std::string describe() const;
 };
+
+/** FI_MR_* bits of a granted domain_attr->mr_mode and info->mode (see granted::mr_mode). */
+int mr_mode_bits(int mr_mode, std::uint64_t mode);
 
 /** Reads the granted attributes from one fi_info entry. */
 granted read_granted(const fi_info &info);

@@ -37,8 +37,21 @@ info_list make_hints(const request &req, wishes w)
 	hints->mode = FI_CONTEXT | FI_RX_CQ_DATA;
 	hints->addr_format = FI_SOCKADDR;
 	hints->domain_attr->threading = FI_THREAD_SAFE;
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-	                              FI_MR_PROV_KEY | (req.allow_mr_endpoint ? FI_MR_ENDPOINT : 0);
+	switch (req.mr) {
+	case mr_mode::automatic:
+		hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+		                              FI_MR_PROV_KEY |
+		                              (req.allow_mr_endpoint ? FI_MR_ENDPOINT : 0);
+		break;
+	case mr_mode::basic:
+		hints->domain_attr->mr_mode = FI_MR_BASIC;
+		hints->mode |= FI_LOCAL_MR;
+		break;
+	case mr_mode::scalable:
+		hints->domain_attr->mr_mode = FI_MR_SCALABLE;
+		hints->mode |= FI_LOCAL_MR;
+		break;
+	}
 	hints->tx_attr->msg_order = w.order ? FI_ORDER_RAW | FI_ORDER_SAW : FI_ORDER_NONE;
 	hints->tx_attr->size = req.tx_size;
 	hints->rx_attr->size = req.rx_size;
@@ -98,8 +111,10 @@ info info::query(const std::string &node, const std::string &service, std::uint6
 	for (const wishes &w : relaxations) {
 		info_list hints = make_hints(req, w);
 		fi_info *raw = nullptr;
-		ret = fi_getinfo(api_version, or_null(node), or_null(service), flags, hints.get(),
-		                 &raw);
+		const auto version =
+		    req.mr == mr_mode::automatic ? api_version : legacy_api_version;
+		ret =
+		    fi_getinfo(version, or_null(node), or_null(service), flags, hints.get(), &raw);
 		info_list found(raw);
 		if (ret == -FI_ENODATA)
 			continue;
@@ -110,8 +125,10 @@ info info::query(const std::string &node, const std::string &service, std::uint6
 		ret = -FI_ENODATA;
 	}
 	throw call_error(ret,
-	                 fmt::format("fi_getinfo(node {}, service {}, FI_EP_MSG, FI_MSG|FI_RMA)",
-	                             node.empty() ? "-" : node, service.empty() ? "-" : service),
+	                 fmt::format("fi_getinfo(node {}, service {}, FI_EP_MSG, FI_MSG|FI_RMA, "
+	                             "MR mode {})",
+	                             node.empty() ? "-" : node, service.empty() ? "-" : service,
+	                             to_string(req.mr)),
 	                 req.provider,
 	                 "check the address and that `fi_info -t FI_EP_MSG` lists the provider");
 }

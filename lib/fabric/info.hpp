@@ -5,6 +5,7 @@
 #pragma once
 
 #include "fabric/granted.hpp"
+#include "fabric/mr_mode.hpp"
 
 #include <rpmem/error.hpp>
 
@@ -19,6 +20,8 @@ namespace rpmem::fabric
 
 /** libfabric API version requested: 1.10 has every feature used here and 1.17 serves it. */
 inline constexpr std::uint32_t api_version = FI_VERSION(1, 10);
+/** The version of PMDK's librpmem, whose FI_MR_BASIC and FI_MR_SCALABLE need it. */
+inline constexpr std::uint32_t legacy_api_version = FI_VERSION(1, 4);
 
 /** What the caller asks of a provider beyond the fixed hints (FI_EP_MSG, FI_MSG | FI_RMA). */
 struct request {
@@ -27,13 +30,16 @@ struct request {
 	std::size_t rx_size = 0; // receive queue depth; 0: provider default
 	bool allow_mr_endpoint =
 	    false; // the caller binds every MR to its endpoint (FI_MR_ENDPOINT)
+	fabric::mr_mode mr = fabric::mr_mode::automatic; // see mr_mode.hpp
 };
 
 /**
  * Owns one fi_info entry (never a list). Hints: FI_EP_MSG, caps FI_MSG | FI_RMA (+ FI_RMA_PMEM
  * when offered), tx msg_order FI_ORDER_RAW | FI_ORDER_SAW (dropped when a provider cannot give
- * them: check granted().send_after_write()), mr_mode LOCAL | VIRT_ADDR | ALLOCATED | PROV_KEY
- * (+ ENDPOINT on request), mode FI_CONTEXT | FI_RX_CQ_DATA, FI_THREAD_SAFE, FI_SOCKADDR.
+ * them: check granted().send_after_write()), mode FI_CONTEXT | FI_RX_CQ_DATA, FI_THREAD_SAFE,
+ * FI_SOCKADDR, and the request's MR mode: automatic asks API 1.10 for mr_mode LOCAL |
+ * VIRT_ADDR | ALLOCATED | PROV_KEY (+ ENDPOINT on request); basic and scalable ask API 1.4 for
+ * FI_MR_BASIC or FI_MR_SCALABLE (+ mode FI_LOCAL_MR), as PMDK's librpmem did.
  */
 class info
 {

@@ -141,7 +141,7 @@ const std::string &pool::host() const
 
 const char *pool::method() const
 {
-	return live(rp_, "method").method() == control::persist_method::apm ? "apm" : "gpspm";
+	return control::to_string(live(rp_, "method").method());
 }
 
 std::size_t pool::offset_of(std::span<const std::byte> range, const char *what) const

@@ -69,7 +69,9 @@ std::vector<csv_row> parse_csv(const std::string &text)
 class bench_setup
 {
 public:
-	bench_setup() : node_(server_, replica_options{"/dev/shm", false, true, "tcp"})
+	bench_setup()
+	    : node_(server_,
+	            replica_options{.parent = "/dev/shm", .force_pmem = true, .provider = "tcp"})
 	{
 		node_.write_poolset("bench.set", {"24M"});
 		node_.write_poolset("obj.set", {"16M"});

@@ -4,6 +4,8 @@
 // pool byte for byte past the header. For tcp and sockets, GPSPM and APM, ext4 and /dev/shm.
 #include "replica_fixture.hpp"
 
+#include "client/persist_method.hpp"
+
 #include "fabric/endpoint.hpp"
 #include "fabric/eq.hpp"
 #include "fabric/fabric.hpp"
@@ -120,13 +122,12 @@ void check_replica_equals_local(const replica &node, const local_pool &local)
 	CHECK(first_diff == SIZE_MAX);
 }
 
-void run_end_to_end(const std::string &provider, bool apm, const std::string &parent)
+/** The stress and checks below: rpmemd must choose `method`; `logged`: a line its log must
+ * hold at the end. */
+void run_end_to_end(replica_options ro, ctl::persist_method method, const std::string &logged = {})
 {
 	sshd server;
-	replica_options ro;
-	ro.provider = provider;
-	ro.apm = apm;
-	ro.parent = parent;
+	const auto provider = ro.provider;
 	replica node(server, ro);
 	node.write_poolset("pool.set", {"72M"});
 	local_pool local(pool_size);
@@ -141,7 +142,18 @@ void run_end_to_end(const std::string &provider, bool apm, const std::string &pa
 		FAIL(e.what() << "\nrpmemd log:\n" << node.log_text());
 	}
 	CHECK(pool->fabric().provider == provider);
-	CHECK(pool->method() == (apm ? ctl::persist_method::apm : ctl::persist_method::gpspm));
+	REQUIRE(std::string(ctl::to_string(pool->method())) == ctl::to_string(method));
+	if (ro.inline_max >= 0) {
+		CHECK(pool->lanes().travels_inline(std::uint64_t(ro.inline_max)));
+		CHECK_FALSE(pool->lanes().travels_inline(std::uint64_t(ro.inline_max) + 1));
+	}
+	if (ro.mr == rpmem::fabric::mr_mode::basic) {
+		// The hardware mode: the replica's region is addressed by virtual address, with
+		// the key the provider chose (tcp and sockets do not keep FI_LOCAL_MR).
+		CHECK(pool->fabric().mr_mode ==
+		      (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY));
+		CHECK(pool->fabric().raddr != 0);
+	}
 	// The whole pool first, then the random stream on top of it.
 	pool->persist(hdr, local.size() - hdr, 0, rpmem::client::persist_relaxed);
 	stress(*pool, local, 4, 60);
@@ -156,29 +168,194 @@ void run_end_to_end(const std::string &provider, bool apm, const std::string &pa
 	}
 	pool->close();
 	check_replica_equals_local(node, local);
+	if (!logged.empty())
+		CHECK_THAT(node.log_text(), Catch::Contains(logged));
 }
 
 } // namespace
 
+constexpr auto gpspm = ctl::persist_method::gpspm;
+constexpr auto apm = ctl::persist_method::apm;
+constexpr auto commit = ctl::persist_method::commit;
+
 TEST_CASE("tcp GPSPM on ext4: replica equals the local pool", "[data][tcp]")
 {
-	run_end_to_end("tcp", false, "/tmp");
+	run_end_to_end({.parent = "/tmp", .provider = "tcp"}, gpspm);
 }
 TEST_CASE("tcp APM on /dev/shm: replica equals the local pool", "[data][tcp]")
 {
-	run_end_to_end("tcp", true, "/dev/shm");
+	run_end_to_end({.parent = "/dev/shm", .apm = true, .provider = "tcp"}, apm);
 }
 TEST_CASE("tcp GPSPM on /dev/shm: replica equals the local pool", "[data][tcp]")
 {
-	run_end_to_end("tcp", false, "/dev/shm");
+	run_end_to_end({.parent = "/dev/shm", .provider = "tcp"}, gpspm);
+}
+TEST_CASE("tcp commit on /dev/shm: replica equals the local pool", "[data][tcp][commit]")
+{
+	// rpmemd --persist-commit, a pool on pmem (forced), tcp grants FI_RMA_PMEM: every
+	// range larger than the inline threshold is an FI_COMMIT_COMPLETE write.
+	run_end_to_end({.parent = "/dev/shm", .commit = true, .provider = "tcp"}, commit,
+	               "provider tcp, commit, pmem");
 }
 TEST_CASE("sockets GPSPM on ext4: replica equals the local pool", "[data][sockets]")
 {
-	run_end_to_end("sockets", false, "/tmp");
+	run_end_to_end({.parent = "/tmp", .provider = "sockets"}, gpspm);
 }
 TEST_CASE("sockets APM on /dev/shm: replica equals the local pool", "[data][sockets]")
 {
-	run_end_to_end("sockets", true, "/dev/shm");
+	run_end_to_end({.parent = "/dev/shm", .apm = true, .provider = "sockets"}, apm);
+}
+TEST_CASE("commit is offered only where the provider grants FI_RMA_PMEM and the pool is pmem",
+          "[data][commit]")
+{
+	// sockets grants no FI_RMA_PMEM: rpmemd falls back to APM where allowed, else GPSPM.
+	run_end_to_end({.parent = "/dev/shm", .commit = true, .provider = "sockets"}, gpspm,
+	               "provider sockets, gpspm, pmem");
+	run_end_to_end({.parent = "/dev/shm", .apm = true, .commit = true, .provider = "sockets"},
+	               apm);
+	// A pool that is not pmem (ext4, msync) never gets commit: a cache flush is not enough.
+	run_end_to_end({.parent = "/tmp", .provider = "tcp", .daemon_args = "--persist-commit"},
+	               gpspm, "provider tcp, gpspm, msync");
+}
+TEST_CASE("sockets GPSPM with FI_MR_BASIC: replica equals the local pool", "[data][sockets][mr]")
+{
+	// API 1.4 and FI_MR_BASIC on both sides, as PMDK asked and RDMA hardware grants:
+	// virtual addresses and provider keys.
+	run_end_to_end(
+	    {.parent = "/tmp", .provider = "sockets", .mr = rpmem::fabric::mr_mode::basic}, gpspm,
+	    "mr_mode [BASIC] = [VIRT_ADDR ALLOCATED PROV_KEY]");
+}
+TEST_CASE("sockets APM with FI_MR_BASIC: replica equals the local pool", "[data][sockets][mr]")
+{
+	run_end_to_end({.parent = "/dev/shm",
+	                .apm = true,
+	                .provider = "sockets",
+	                .mr = rpmem::fabric::mr_mode::basic},
+	               apm);
+}
+TEST_CASE("tcp commit with FI_MR_BASIC: replica equals the local pool", "[data][tcp][mr]")
+{
+	run_end_to_end({.parent = "/dev/shm",
+	                .commit = true,
+	                .provider = "tcp",
+	                .mr = rpmem::fabric::mr_mode::basic},
+	               commit, "mr_mode [BASIC] = [VIRT_ADDR ALLOCATED PROV_KEY]");
+}
+TEST_CASE("tcp GPSPM with FI_MR_SCALABLE and local descriptors: replica equals the local pool",
+          "[data][tcp][mr]")
+{
+	// FI_MR_SCALABLE (offsets, requested keys) on both sides, and the client passing and
+	// honouring local descriptors as under FI_MR_LOCAL (reads into memory outside the pool
+	// register it first), which tcp ignores but no code path skips.
+	run_end_to_end({.parent = "/dev/shm",
+	                .provider = "tcp",
+	                .mr = rpmem::fabric::mr_mode::scalable,
+	                .force_local_mr = true},
+	               gpspm, "mr_mode [SCALABLE] = []");
+}
+TEST_CASE("every method with small ranges inline, and with none inline", "[data][inline]")
+{
+	// Connect-time calibration picks the inline threshold per method and provider; these run
+	// both ways of every method whatever it would pick here (RPMEM_INLINE_MAX).
+	auto [method, inline_max] = GENERATE(table<ctl::persist_method, std::int64_t>(
+	    {{gpspm, 0}, {apm, 4096}, {apm, 0}, {commit, 4096}, {commit, 0}}));
+	INFO(ctl::to_string(method) << ", RPMEM_INLINE_MAX=" << inline_max);
+	run_end_to_end({.parent = "/dev/shm",
+	                .apm = method == apm,
+	                .commit = method == commit,
+	                .provider = "tcp",
+	                .inline_max = inline_max},
+	               method);
+}
+TEST_CASE("the connect-time probes leave the replica's bytes as they were", "[data][inline]")
+{
+	// The probes persist, at the end of the pool, bytes read from there first: opening a pool
+	// over local memory that holds something else (pmempool sync reading a replica back) must
+	// not change the replica. Every method, as each probes its own way.
+	auto method = GENERATE(gpspm, apm, commit);
+	INFO(ctl::to_string(method));
+	sshd server;
+	replica node(server, {.parent = "/dev/shm",
+	                      .apm = method == apm,
+	                      .commit = method == commit,
+	                      .provider = "tcp"});
+	node.write_poolset("pool.set", {"8M"});
+	local_pool written(8 << 20);
+	written.fill_random(7, hdr);
+	auto attr = sample_attr();
+	unsigned nlanes = 2;
+	auto pool = remote_pool::create(node.target(), "pool.set", written.data(), written.size(),
+	                                &nlanes, &attr, node.options());
+	pool->persist(hdr, written.size() - hdr, 0, 0);
+	pool->close();
+
+	local_pool zeros(8 << 20);
+	pool = remote_pool::open(node.target(), "pool.set", zeros.data(), zeros.size(), &nlanes,
+	                         nullptr, node.options());
+	REQUIRE(pool->method() == method);
+	std::vector<std::uint8_t> tail(16 << 10);
+	pool->read(tail.data(), zeros.size() - tail.size(), tail.size(), 1);
+	pool->close();
+	CHECK(std::memcmp(tail.data(), written.data() + written.size() - tail.size(),
+	                  tail.size()) == 0);
+	check_replica_equals_local(node, written);
+}
+
+TEST_CASE("tcp GPSPM, both sides polling: replica equals the local pool", "[data][tcp][wait]")
+{
+	// RPMEM_SPIN=1 and rpmemd --wait=spin: no thread ever blocks on a completion queue.
+	run_end_to_end({.parent = "/dev/shm",
+	                .provider = "tcp",
+	                .daemon_args = "--wait=spin",
+	                .wait = rpmem::fabric::wait_mode::spin},
+	               gpspm, "(spin waits)");
+}
+TEST_CASE("sockets GPSPM, both sides blocking: replica equals the local pool",
+          "[data][sockets][wait]")
+{
+	// RPMEM_SPIN=0 and rpmemd --wait=block: every wait is a blocking read.
+	run_end_to_end({.parent = "/dev/shm",
+	                .provider = "sockets",
+	                .daemon_args = "--wait=block",
+	                .wait = rpmem::fabric::wait_mode::block},
+	               gpspm, "(block waits)");
+}
+
+TEST_CASE("a method this side's provider cannot serve is refused, naming the remedy",
+          "[data][method]")
+{
+	// tcp and sockets grant both orders and tcp FI_RMA_PMEM, so a provider that does not is
+	// described here, as fi_getinfo would have granted it.
+	rpmem::client::path_resources res;
+	rpmem::fabric::granted g;
+	g.provider = "verbs";
+	g.msg_order = FI_ORDER_SAW; // no read-after-write
+	g.rma_pmem = false;
+	auto refused = [&](ctl::persist_method m) {
+		try {
+			rpmem::client::make_persist_method(m, res, g, "node2");
+		} catch (const rpmem::error &e) {
+			return e;
+		}
+		FAIL("method " << ctl::to_string(m) << " was accepted");
+		throw;
+	};
+	auto e = refused(apm);
+	CHECK(e.errnum() == ENOTSUP);
+	CHECK_THAT(e.message(), Catch::Contains("node2") && Catch::Contains("verbs") &&
+	                            Catch::Contains("read-after-write") &&
+	                            Catch::Contains("without --persist-apm"));
+	e = refused(commit);
+	CHECK(e.errnum() == ENOTSUP);
+	CHECK_THAT(e.message(),
+	           Catch::Contains("FI_RMA_PMEM") && Catch::Contains("without --persist-commit"));
+	e = refused(static_cast<ctl::persist_method>(9));
+	CHECK(e.errnum() == EPROTO);
+	CHECK(rpmem::client::make_persist_method(gpspm, res, g, "node2")->kind() == gpspm);
+	g.msg_order |= FI_ORDER_RAW;
+	g.rma_pmem = true;
+	CHECK(rpmem::client::make_persist_method(apm, res, g, "node2")->kind() == apm);
+	CHECK(rpmem::client::make_persist_method(commit, res, g, "node2")->kind() == commit);
 }
 
 TEST_CASE("a fabric connection without the session secret is refused", "[data][security]")
@@ -298,13 +475,15 @@ TEST_CASE("a newer write over older inline bytes of the same batch wins", "[data
 	// and is applied when the batch arrives; a later large flush over it is written by RDMA
 	// before that. The newer bytes must be what the replica keeps.
 	sshd server;
-	replica node(server);
+	replica node(server,
+	             {.inline_max = 4096}); // the 6-byte ranges inline, whatever is measured
 	node.write_poolset("pool.set", {"8M"});
 	local_pool local(8 << 20);
 	auto attr = sample_attr();
 	unsigned nlanes = 1;
 	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
 	                                &nlanes, &attr, node.options());
+	REQUIRE(pool->lanes().travels_inline(6));
 	constexpr std::size_t x = 100000, big = 300000;
 	std::memset(local.data() + x, 0xaa, 6);
 	pool->flush(x, 6, 0, rpmem::client::flush_relaxed); // inline, in the batch

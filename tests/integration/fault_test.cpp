@@ -153,6 +153,7 @@ struct timed_pool {
 		opts.tuning->keepalive = keepalive;
 		pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
 		                           &nlanes, &attr, opts);
+		check_variant(*pool);
 		pid = find_rpmemd(node.dir().string());
 		REQUIRE(pid > 0);
 	}
@@ -187,9 +188,26 @@ std::vector<std::string> client_argv(const sshd &server, const replica &node,
 	                                 "cmd=" + node.command(),
 	                                 "config=" + server.config_file(),
 	                                 "known_hosts=" + server.known_hosts(),
-	                                 "identity=" + server.client_key()};
+	                                 "identity=" + server.client_key(),
+	                                 "provider=" + node.opts().provider,
+	                                 std::string("mr=") +
+	                                     rpmem::fabric::to_string(node.opts().mr)};
 	argv.insert(argv.end(), extra.begin(), extra.end());
 	return argv;
+}
+
+/** A fault client's "ready <nlanes> <method> <provider> <mr_mode>" line, checked against the
+ * test variant. */
+void check_ready(const std::optional<std::string> &line)
+{
+	REQUIRE(line);
+	REQUIRE(line->rfind("ready", 0) == 0);
+	std::istringstream in(*line);
+	std::string word, method, provider;
+	unsigned nlanes = 0;
+	std::uint64_t mr_mode = 0;
+	in >> word >> nlanes >> method >> provider >> mr_mode;
+	check_variant(method, provider, mr_mode);
 }
 
 std::vector<ack> parse_ack(const std::string &line, std::vector<ack> &acks)
@@ -217,6 +235,7 @@ TEST_CASE("rpmemd killed mid-stream: every call fails within 2 s, acknowledged d
 	unsigned nlanes = 8;
 	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
 	                                &nlanes, &attr, node.options());
+	check_variant(*pool);
 	constexpr unsigned threads = 4;
 	std::mutex m;
 	std::vector<ack> acks;
@@ -297,9 +316,7 @@ TEST_CASE("a killed client: rpmemd exits within 5 s, the pool opens again, acked
 	child c(client_argv(server, node, node.target(),
 	                    {"desc=pool.set", "mode=create", "threads=3", "lanes=6"}),
 	        {}, (node.dir() / "client.stderr").string());
-	auto ready = c.read_line(15s);
-	REQUIRE(ready);
-	REQUIRE(ready->rfind("ready", 0) == 0);
+	check_ready(c.read_line(15s));
 	std::vector<ack> acks;
 	while (acks.size() < 300) {
 		auto line = c.read_line(10s);
@@ -344,9 +361,7 @@ TEST_CASE("a client killed right after create: the pool is complete and opens", 
 	node.write_poolset("pool.set", {"8M"});
 	child c(
 	    client_argv(server, node, node.target(), {"desc=pool.set", "mode=create", "hold=1"}));
-	auto ready = c.read_line(15s);
-	REQUIRE(ready);
-	REQUIRE(ready->rfind("ready", 0) == 0);
+	check_ready(c.read_line(15s));
 	c.kill(SIGKILL);
 	CHECK(wait_rpmemd_gone(node, 5s) >= 0);
 	CHECK(std::filesystem::exists(node.part("pool.set")));

@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // A client process for fault tests: creates or opens a remote pool and persists a stream of
 // ranges, reporting on stdout, one line each, flushed at once:
-//   ready <nlanes>                      the pool is open
+//   ready <nlanes> <method> <provider> <mr_mode>   the pool is open
 //   ack <lane> <offset> <length> <crc>  a persist returned success (crc: FNV-1a 64 of the bytes)
 //   error <errno> <ms> <message>        a call failed after <ms> milliseconds; the stream stops
 //   closed <errno>                      close() returned (0) or failed (its errno)
 // Arguments are key=value: target, desc, cmd, config, known_hosts, identity (ssh settings as the
-// sshd fixture makes them), mode=create|open, size (bytes), lanes, threads, ops (per thread,
-// 0: until an error), timeout (RPMEM_TIMEOUT ms), control_timeout, keepalive (ms), hold=1
-// (after ready, wait for stdin to close instead of persisting), seed.
+// sshd fixture makes them), provider, mr (auto|basic|scalable), mode=create|open, size (bytes),
+// lanes, threads, ops (per thread, 0: until an error), timeout (RPMEM_TIMEOUT ms),
+// control_timeout, keepalive (ms), hold=1 (after ready, wait for stdin to close instead of
+// persisting), seed.
 #include "client/remote_pool.hpp"
 #include "rpmem/error.hpp"
+
+#include <fmt/format.h>
 
 #include <atomic>
 #include <chrono>
@@ -77,6 +80,8 @@ int main(int argc, char **argv)
 	opts.ssh = so;
 	auto s = rpmem::client::read_settings([](const char *) -> const char * { return nullptr; });
 	s.providers = a.count("provider") ? a["provider"] : "tcp";
+	s.mr_mode = rpmem::fabric::parse_mr_mode(a.count("mr") ? a["mr"] : "auto")
+	                .value_or(rpmem::fabric::mr_mode::automatic);
 	s.op_timeout = std::chrono::milliseconds(num(a, "timeout", 2000));
 	s.control_timeout = std::chrono::milliseconds(num(a, "control_timeout", 5000));
 	s.keepalive = std::chrono::milliseconds(num(a, "keepalive", 1500));
@@ -107,7 +112,8 @@ int main(int argc, char **argv)
 		    e.message());
 		return 1;
 	}
-	say("ready " + std::to_string(nlanes));
+	say(fmt::format("ready {} {} {} {}", nlanes, rpmem::control::to_string(pool->method()),
+	                pool->fabric().provider, pool->fabric().mr_mode));
 	if (num(a, "hold", 0)) {
 		char c;
 		while (read(STDIN_FILENO, &c, 1) > 0) {

@@ -156,6 +156,9 @@ TEST_CASE("no options gives PMDK's defaults", "[cmdline]")
 	CHECK_FALSE(cfg.help);
 	CHECK_FALSE(cfg.version);
 	CHECK(cfg.heartbeat_timeout == std::chrono::milliseconds(5000));
+	CHECK(cfg.wait == rpmem::fabric::wait_mode::adaptive);
+	CHECK_FALSE(cfg.persist_commit);
+	CHECK_FALSE(cfg.mr_mode);
 	for (int s = 0; s < static_cast<int>(setting::count_); ++s)
 		CHECK_FALSE(given.has(static_cast<setting>(s)));
 }
@@ -178,6 +181,24 @@ TEST_CASE("options with a value accept -x v, --opt v and --opt=v", "[cmdline]")
 		CHECK(cfg.level == log_level::notice);
 	for (auto cfg : {parse({"--heartbeat-timeout", "250"}), parse({"--heartbeat-timeout=250"})})
 		CHECK(cfg.heartbeat_timeout == std::chrono::milliseconds(250));
+	for (auto cfg : {parse({"--wait", "spin"}), parse({"--wait=spin"})})
+		CHECK(cfg.wait == rpmem::fabric::wait_mode::spin);
+	CHECK(parse({"--wait=block"}).wait == rpmem::fabric::wait_mode::block);
+	for (auto cfg : {parse({"--mr-mode", "basic"}), parse({"--mr-mode=basic"})})
+		CHECK(cfg.mr_mode == rpmem::fabric::mr_mode::basic);
+	CHECK(parse({"--mr-mode=scalable"}).mr_mode == rpmem::fabric::mr_mode::scalable);
+	CHECK(parse({"--mr-mode=auto"}).mr_mode == rpmem::fabric::mr_mode::automatic);
+}
+
+TEST_CASE("bad wait and memory registration modes", "[cmdline]")
+{
+	CHECK_THAT(parse_error({"--wait=poll"}),
+	           Contains("invalid --wait: 'poll' is not a way to wait; use adaptive, block or "
+	                    "spin"));
+	CHECK_THAT(parse_error({"--persist-commit=yes"}), Contains("takes no value"));
+	CHECK_THAT(parse_error({"--mr-mode=virt"}),
+	           Contains("invalid --mr-mode: 'virt' is not a memory registration mode; use "
+	                    "auto, basic or scalable"));
 }
 
 TEST_CASE("flags", "[cmdline]")
@@ -188,6 +209,7 @@ TEST_CASE("flags", "[cmdline]")
 	CHECK(parse({"--pool-set"}).remove_poolset);
 	CHECK(parse({"--persist-apm"}).persist_apm);
 	CHECK(parse({"--persist-general"}).persist_general);
+	CHECK(parse({"--persist-commit"}).persist_commit);
 	CHECK(parse({"--log-file=/l", "--use-syslog"}).use_syslog);
 
 	auto clustered = parse({"-fs"});
@@ -302,9 +324,10 @@ TEST_CASE("usage and version", "[cmdline]")
 {
 	auto text = usage("/usr/bin/rpmemd");
 	CHECK_THAT(text, Contains("usage: /usr/bin/rpmemd"));
-	for (auto opt : {"--config", "--help", "--version", "--remove", "--force", "--pool-set",
-	                 "--nthreads", "--log-file", "--poolset-dir", "--persist-apm",
-	                 "--persist-general", "--use-syslog", "--log-level", "--heartbeat-timeout"})
+	for (auto opt :
+	     {"--config", "--help", "--version", "--remove", "--force", "--pool-set", "--nthreads",
+	      "--log-file", "--poolset-dir", "--persist-apm", "--persist-general", "--use-syslog",
+	      "--log-level", "--heartbeat-timeout", "--wait"})
 		CHECK_THAT(text, Contains(opt));
 	CHECK(version_string() == std::string("rpmemd version ") + RPMEMD_VERSION);
 }
@@ -318,7 +341,10 @@ TEST_CASE("every config key", "[config-file]")
 	                     "persist-apm = yes\n"
 	                     "persist-general = no\n"
 	                     "log-level = debug\n"
-	                     "heartbeat-timeout = 1500\n");
+	                     "heartbeat-timeout = 1500\n"
+	                     "wait = block\n"
+	                     "persist-commit = yes\n"
+	                     "mr-mode = basic\n");
 	CHECK(cfg.log_file == "/var/tmp/r.log");
 	CHECK_FALSE(cfg.use_syslog); // a log file turns syslog off
 	CHECK(cfg.poolset_dir == "/pools");
@@ -326,6 +352,9 @@ TEST_CASE("every config key", "[config-file]")
 	CHECK_FALSE(cfg.persist_general);
 	CHECK(cfg.level == log_level::debug);
 	CHECK(cfg.heartbeat_timeout == std::chrono::milliseconds(1500));
+	CHECK(cfg.wait == rpmem::fabric::wait_mode::block);
+	CHECK(cfg.persist_commit);
+	CHECK(cfg.mr_mode == rpmem::fabric::mr_mode::basic);
 
 	CHECK(from_text("log-file = /l\nuse-syslog = yes").use_syslog);
 	CHECK_FALSE(from_text("use-syslog = no").use_syslog);
@@ -368,6 +397,9 @@ TEST_CASE("config syntax errors name the file and line", "[config-file]")
 	    {"use-syslog = YES\n", "test.conf:1: bad value for use-syslog: 'YES'"},
 	    {"log-level = verbose\n", "test.conf:1: bad value for log-level: 'verbose'"},
 	    {"heartbeat-timeout = -5\n", "test.conf:1: bad value for heartbeat-timeout"},
+	    {"wait = busy\n", "test.conf:1: bad value for wait: 'busy' is not a way to wait"},
+	    {"persist-commit = 1\n", "test.conf:1: bad value for persist-commit: '1' is not a "
+	                             "boolean"},
 	    {"use-syslog = a\x01"
 	     "b\n",
 	     "test.conf:1: bad value for use-syslog: 'a?b'"},
@@ -441,6 +473,28 @@ TEST_CASE("command line beats ~/.rpmemd.conf beats /etc/rpmemd/rpmemd.conf", "[l
 	CHECK(cfg.level == log_level::notice);                          // home file
 	CHECK(cfg.poolset_dir == "/from-etc");                          // /etc file
 	CHECK(cfg.persist_apm);
+}
+
+TEST_CASE("RPMEM_MR_MODE gives mr-mode when no option or config key does", "[load]")
+{
+	temp_dir dir;
+	environment env;
+	env.home = dir.path.string();
+	env.etc_config = (dir.path / "none").string();
+	env.mr_mode = "basic";
+	args none({});
+	CHECK(load(none.argc(), none.argv(), env).mr_mode == rpmem::fabric::mr_mode::basic);
+	args option({"--mr-mode=scalable"});
+	CHECK(load(option.argc(), option.argv(), env).mr_mode == rpmem::fabric::mr_mode::scalable);
+	dir.write(".rpmemd.conf", "mr-mode = auto\n");
+	CHECK(load(none.argc(), none.argv(), env).mr_mode == rpmem::fabric::mr_mode::automatic);
+	fs::remove(dir.path / ".rpmemd.conf");
+	env.mr_mode = "fast";
+	CHECK_THAT(error_of([&] { load(none.argc(), none.argv(), env); }),
+	           Contains("RPMEM_MR_MODE='fast' in rpmemd's environment is not auto, basic or "
+	                    "scalable"));
+	// An option still wins over a bad variable: it is never read then.
+	CHECK(load(option.argc(), option.argv(), env).mr_mode == rpmem::fabric::mr_mode::scalable);
 }
 
 TEST_CASE("missing optional config files are fine", "[load]")

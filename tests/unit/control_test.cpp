@@ -112,6 +112,11 @@ TEST_CASE("every message survives a round trip with every field set", "[control]
 	                 msg_type::open_resp);
 	check_round_trip(sample_open_resp(), encode(sample_open_resp(), msg_type::create_resp),
 	                 msg_type::create_resp);
+	for (auto method : {persist_method::gpspm, persist_method::commit}) {
+		auto resp = sample_open_resp(); // APM
+		resp.fabric.method = method;
+		check_round_trip(resp, encode(resp, msg_type::open_resp), msg_type::open_resp);
+	}
 	check_round_trip(sample_failed_create_resp(),
 	                 encode(sample_failed_create_resp(), msg_type::create_resp),
 	                 msg_type::create_resp);
@@ -153,7 +158,7 @@ TEST_CASE("golden bytes: hello", "[control][codec]")
 	m.message = "x";
 	const bytes expected = {
 	    0x52, 0x50, 0x50, 0x4d, 0x01, 0x00, 0x00, 0x00, 0x22, 0x00, 0x00, 0x00, // header
-	    0x01, 0x00, 0x00, 0x00,                  // major 1, minor 0
+	    0x01, 0x00, 0x01, 0x00,                  // major 1, minor 1
 	    0x06, 0x00, 0x00, 0x00,                  // status fatal
 	    0x0d, 0x00, 0x00, 0x00,                  // err
 	    0x05, 0x00, '0',  '.',  '1',  '.',  '0', // daemon_version
@@ -214,7 +219,7 @@ TEST_CASE("unknown enum values and bad bools are rejected", "[control][codec]")
 	require_bad_field<status_response>(encode(sample_status_response(), msg_type::close_resp),
 	                                   0, 0xffffffff, 4, "status");
 	require_bad_field<pool_response>(resp, 56, 0, 4, "fabric.method");
-	require_bad_field<pool_response>(resp, 56, 3, 4, "fabric.method");
+	require_bad_field<pool_response>(resp, 56, 4, 4, "fabric.method");
 	require_bad_field<pool_response>(resp, 62, 2, 1, "is_pmem");
 	require_bad_field<pool_request>(encode(sample_create(), msg_type::create), 16, 2, 1,
 	                                "attr");
@@ -320,7 +325,7 @@ TEST_CASE("protocol versions", "[control][codec]")
 		r.major = proto_major + 1;
 		r.minor = 4;
 		require_proto_error([&] { decode_pool_request(r.body(), msg_type::open); },
-		                    {"open", "major", "2.4", "1.0"});
+		                    {"open", "major", "2.4", "1.1"});
 	}
 }
 

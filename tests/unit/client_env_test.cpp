@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The client's RPMEM_* settings: what is read, and what is refused with a message naming the
+// variable instead of being silently ignored.
+#include "client/env.hpp"
+
+#include <rpmem/error.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <map>
+#include <string>
+
+using rpmem::client::read_settings;
+
+namespace
+{
+
+std::map<std::string, std::string> vars;
+
+const char *fake_getenv(const char *name)
+{
+	auto it = vars.find(name);
+	return it == vars.end() ? nullptr : it->second.c_str();
+}
+
+} // namespace
+
+TEST_CASE("numeric RPMEM_* settings are read", "[client][env]")
+{
+	vars = {{"RPMEM_TIMEOUT", "2500"},         {"RPMEM_MAX_NLANES", "8"},
+	        {"RPMEM_CONTROL_TIMEOUT", "3000"}, {"RPMEM_KEEPALIVE", "0"},
+	        {"RPMEM_WORK_QUEUE_SIZE", "16"},   {"RPMEM_INLINE_MAX", "0"},
+	        {"RPMEM_PIPELINE_CHUNK", "65536"}};
+	auto s = read_settings(fake_getenv);
+	CHECK(s.op_timeout == std::chrono::milliseconds(2500));
+	CHECK(s.max_nlanes == 8);
+	CHECK(s.control_timeout == std::chrono::milliseconds(3000));
+	CHECK(s.keepalive == std::chrono::milliseconds(0));
+	CHECK(s.work_queue_size == 16);
+	CHECK(s.inline_max == 0);
+	CHECK(s.pipeline_chunk == 65536);
+	vars = {{"RPMEM_TIMEOUT", ""}};
+	CHECK(read_settings(fake_getenv).op_timeout == std::chrono::milliseconds(5000));
+}
+
+TEST_CASE("a bad RPMEM_* number is refused, naming the variable", "[client][env]")
+{
+	auto [name, value] = GENERATE(table<std::string, std::string>({
+	    {"RPMEM_TIMEOUT", "abc"},
+	    {"RPMEM_TIMEOUT", "0"},
+	    {"RPMEM_TIMEOUT", "-5"},
+	    {"RPMEM_MAX_NLANES", "abc"},
+	    {"RPMEM_MAX_NLANES", "0"},
+	    {"RPMEM_CONTROL_TIMEOUT", "10s"},
+	    {"RPMEM_KEEPALIVE", "-1"},
+	    {"RPMEM_WORK_QUEUE_SIZE", "0"},
+	    {"RPMEM_INLINE_MAX", "big"},
+	    {"RPMEM_PIPELINE_CHUNK", "1e6"},
+	    {"RPMEM_SPIN", "2"},
+	    {"RPMEM_SPIN", "yes"},
+	    {"RPMEM_MR_MODE", "BASIC"},
+	    {"RPMEM_MR_MODE", "virt"},
+	}));
+	INFO(name << "=" << value);
+	vars = {{name, value}};
+	try {
+		read_settings(fake_getenv);
+		FAIL("accepted " << name << "=" << value);
+	} catch (const rpmem::error &e) {
+		CHECK(e.errnum() == EINVAL);
+		CHECK_THAT(e.message(), Catch::Contains(name + "='" + value + "'"));
+	}
+}
+
+TEST_CASE("RPMEM_SPIN forces one end of the adaptive wait; RPMEM_MR_MODE picks the MR mode",
+          "[client][env]")
+{
+	using rpmem::fabric::mr_mode;
+	using rpmem::fabric::wait_mode;
+	vars = {};
+	auto s = read_settings(fake_getenv);
+	CHECK(s.wait == wait_mode::adaptive);
+	CHECK(s.mr_mode == mr_mode::automatic);
+	vars = {{"RPMEM_SPIN", "1"}, {"RPMEM_MR_MODE", "basic"}};
+	s = read_settings(fake_getenv);
+	CHECK(s.wait == wait_mode::spin);
+	CHECK(s.mr_mode == mr_mode::basic);
+	vars = {{"RPMEM_SPIN", "0"}, {"RPMEM_MR_MODE", "scalable"}};
+	s = read_settings(fake_getenv);
+	CHECK(s.wait == wait_mode::block);
+	CHECK(s.mr_mode == mr_mode::scalable);
+	vars = {{"RPMEM_MR_MODE", "auto"}};
+	CHECK(read_settings(fake_getenv).mr_mode == mr_mode::automatic);
+}
