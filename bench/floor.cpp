@@ -61,7 +61,7 @@ std::string floor_command(const options &o)
 			       "rpmem-floor";
 			return out;
 		}
-		if (word.find('=') == std::string::npos)
+		if (word.find('=') == std::string::npos && word != "exec" && word != "env")
 			break; // not an environment assignment and not rpmemd: give up
 		out += word + " ";
 	}

@@ -162,12 +162,10 @@ public:
 			args += fmt::format(" --mr-mode={}", fabric::to_string(opts_.mr));
 		if (!opts_.daemon_args.empty())
 			args += " " + opts_.daemon_args;
-		if (!extra)
-			return fmt::format("{}{} {}", env, RPMEM_TEST_RPMEMD, args);
-		// exec: with a redirection the remote shell would otherwise fork and outlive
-		// rpmemd, reporting a signal that killed it as exit status 128 + N.
-		return fmt::format("exec env {}{} {} 2>>/tmp/rpmemd.stderr", env, RPMEM_TEST_RPMEMD,
-		                   args);
+		// No redirection: rpmemd's stderr is what the client reports (sanitizer reports go
+		// to their log_path files), and the remote shell execs rpmemd, so a signal that
+		// kills it reaches the client as a signal.
+		return fmt::format("{}{} {}", env, RPMEM_TEST_RPMEMD, args);
 	}
 
 	client::pool_options options() const
