@@ -22,6 +22,7 @@ namespace
 
 constexpr unsigned max_nthreads = 1024; // more would be a typo, not a configuration
 constexpr long long max_heartbeat_ms = 3'600'000;
+constexpr long long max_auth_timeout_ms = 60'000;
 constexpr std::string_view help_hint = "run 'rpmemd --help' for the list of options";
 
 /** A value that does not parse; the caller adds where it came from. */
@@ -45,6 +46,7 @@ constexpr std::array<setting_info, static_cast<std::size_t>(setting::count_)> se
     {setting::wait, "wait"},
     {setting::persist_commit, "persist-commit"},
     {setting::mr_mode, "mr-mode"},
+    {setting::auth_timeout, "auth-timeout"},
 }};
 
 std::string valid_keys()
@@ -170,6 +172,13 @@ void apply(config &cfg, setting s, std::string_view value, const cmdline_mask &k
 			cfg.heartbeat_timeout = std::chrono::milliseconds(ms);
 		return;
 	}
+	case setting::auth_timeout: {
+		// At least 10 ms: an honest client sends its request as soon as TCP connects.
+		auto ms = number_value(value, 10, max_auth_timeout_ms);
+		if (assign)
+			cfg.auth_timeout = std::chrono::milliseconds(ms);
+		return;
+	}
 	case setting::count_:
 		break;
 	}
@@ -202,6 +211,7 @@ const option long_options[] = {
     {"wait", required_argument, nullptr, long_only(setting::wait)},
     {"persist-commit", no_argument, nullptr, long_only(setting::persist_commit)},
     {"mr-mode", required_argument, nullptr, long_only(setting::mr_mode)},
+    {"auth-timeout", required_argument, nullptr, long_only(setting::auth_timeout)},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -547,13 +557,16 @@ std::string usage(std::string_view program)
 	    "                            grants FI_RMA_PMEM and the pool is on real pmem\n"
 	    "      --mr-mode <mode>      memory registration mode asked of the provider:\n"
 	    "                            auto (default; or RPMEM_MR_MODE), basic or scalable\n"
+	    "      --auth-timeout <ms>   close a connection to the fabric port that has not\n"
+	    "                            sent its connection request within <ms> (10 to {},\n"
+	    "                            default 1000)\n"
 	    "\n"
 	    "Config files: /etc/rpmemd/rpmemd.conf, then ~/.rpmemd.conf (or only --config).\n"
 	    "One 'key = value' per line, '#' starts a comment, booleans are yes or no.\n"
 	    "Keys: log-file, poolset-dir, persist-apm, persist-general, use-syslog,\n"
-	    "log-level, heartbeat-timeout, wait, persist-commit, mr-mode. Command-line\n"
-	    "options override config files.\n",
-	    program, max_nthreads, max_heartbeat_ms);
+	    "log-level, heartbeat-timeout, wait, persist-commit, mr-mode, auth-timeout.\n"
+	    "Command-line options override config files.\n",
+	    program, max_nthreads, max_heartbeat_ms, max_auth_timeout_ms);
 }
 
 std::string version_string()

@@ -4,7 +4,8 @@
 // libpmempool runs `rpmemd --remove DESC --force` over ssh by itself and PMDK's test harness
 // runs `rpmemd --log-file=F --log-level=L --poolset-dir=D --config=C --persist-apm`, so the
 // options, their spellings and the config file syntax are PMDK 1.12's
-// (reference §6.1-§6.4), plus extensions: heartbeat-timeout, wait, persist-commit, mr-mode.
+// (reference §6.1-§6.4), plus extensions: heartbeat-timeout, wait, persist-commit, mr-mode,
+// auth-timeout.
 #pragma once
 
 #include "log.hpp"
@@ -60,6 +61,9 @@ struct config {
 	rpmem::fabric::wait_mode wait = rpmem::fabric::wait_mode::adaptive;
 	bool persist_commit = false;
 	std::optional<rpmem::fabric::mr_mode> mr_mode;
+	// Extension: how long a connection to the fabric port may stay open without sending its
+	// connection request (the session secret) before rpmemd closes it (daemon/port_guard.hpp).
+	std::chrono::milliseconds auth_timeout{1000};
 };
 
 /** The settings a config file may set; command-line values for them win over config files. */
@@ -74,6 +78,7 @@ enum class setting {
 	wait,
 	persist_commit,
 	mr_mode,
+	auth_timeout,
 	count_
 };
 

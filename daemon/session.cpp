@@ -280,6 +280,7 @@ private:
 			tp.nthreads = cfg_.nthreads;
 			tp.wait = cfg_.wait;
 			tp.mr_mode = cfg_.mr_mode.value_or(rpmem::fabric::mr_mode::automatic);
+			tp.auth_timeout = cfg_.auth_timeout;
 			target_ = start_target(tp);
 		} catch (const store_error &e) {
 			log_err("{}: {} {}: {}", peer_, create ? "create" : "open", req.descriptor,

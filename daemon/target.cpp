@@ -5,6 +5,7 @@
 #include "target.hpp"
 
 #include "log.hpp"
+#include "port_guard.hpp"
 
 #include "common/lane_msg.hpp"
 #include "fabric/cq.hpp"
@@ -222,6 +223,14 @@ public:
 			                   "getrandom failed: cannot make the session secret");
 
 		auto name = pep_->name();
+		try {
+			guard_ = std::make_unique<port_guard>(
+			    name.port,
+			    guard_policy{p.auth_timeout, 64, rpmem::lane::conn_data_size});
+		} catch (const rpmem::error &e) {
+			log_warn("silent connections to the fabric port will not be closed: {}",
+			         e.message());
+		}
 		params_.provider = g.provider;
 		params_.address = p.address;
 		params_.port = name.port;
@@ -302,26 +311,39 @@ private:
 		while (!stop_.load()) {
 			std::optional<fab::eq_event> ev;
 			try {
-				ev = eq_->read(200ms);
+				// Short reads: the guard sweeps between them (tcp accepts
+				// connections inside this call).
+				ev = eq_->read(100ms);
 			} catch (const rpmem::error &e) {
 				log_err("fabric event queue failed: {}", e.message());
 				failed_ = true;
 				return;
 			}
-			if (!ev) {
-				if (!all_connected_ &&
-				    std::chrono::steady_clock::now() > deadline) {
-					log_err(
-					    "the client did not connect all {} fabric connections "
-					    "within {} s",
-					    nendpoints_, accept_timeout.count());
-					failed_ = true;
-					return;
-				}
-				continue;
+			if (ev)
+				handle_event(*ev);
+			sweep();
+			if (!ev && !all_connected_ && std::chrono::steady_clock::now() > deadline) {
+				log_err(
+				    "the client did not connect all {} fabric connections within "
+				    "{} s ({} connected; {} connection(s) to the port closed for "
+				    "sending no request)",
+				    nendpoints_, accept_timeout.count(), nconnected_.load(),
+				    silent_closed_);
+				failed_ = true;
+				return;
 			}
-			handle_event(*ev);
 		}
+	}
+
+	/** Lets the guard close silent connections to the port, at most every 100 ms. */
+	void sweep()
+	{
+		auto now = std::chrono::steady_clock::now();
+		if (!guard_ || now - last_sweep_ < 100ms)
+			return;
+		last_sweep_ = now;
+		auto r = guard_->sweep();
+		silent_closed_ += r.closed_silent.size() + r.closed_over_cap.size();
 	}
 
 	connection *find(fid_t fid)
@@ -393,7 +415,13 @@ private:
 				why = fmt::format("endpoint {} is already connected", cd->endpoint);
 		}
 		if (!why.empty()) {
-			log_warn("refused a fabric connection request: {}", why);
+			std::string peer =
+			    describe_address(ev.conn_info->dest_addr, ev.conn_info->dest_addrlen);
+			if (guard_)
+				guard_->refused(peer, why);
+			else
+				log_warn("refused a fabric connection request from {}: {}", peer,
+				         why);
 			try {
 				pep_->reject(ev.conn_info, {});
 			} catch (const rpmem::error &e) {
@@ -550,6 +578,10 @@ private:
 	std::vector<std::uint8_t> buffers_;
 	std::unique_ptr<fab::memory_region> recv_mr_;
 	std::vector<std::unique_ptr<connection>> conns_;
+	// Used by the accept thread only.
+	std::unique_ptr<port_guard> guard_;
+	std::chrono::steady_clock::time_point last_sweep_{};
+	std::size_t silent_closed_ = 0;
 
 	std::thread accept_thread_;
 	std::vector<std::thread> workers_;

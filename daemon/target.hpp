@@ -28,6 +28,9 @@ struct target_params {
 	unsigned nthreads = 0; // 0: about the number of cores
 	rpmem::fabric::wait_mode wait = rpmem::fabric::wait_mode::adaptive; // how workers wait
 	rpmem::fabric::mr_mode mr_mode = rpmem::fabric::mr_mode::automatic;
+	// A connection to the fabric port that sent no connection request within this is closed
+	// (daemon/port_guard.hpp).
+	std::chrono::milliseconds auth_timeout{1000};
 };
 
 class target

@@ -311,8 +311,19 @@ void data_path::impl::shutdown()
 
 data_path::data_path(const control::fabric_params &fabric, const std::string &host, void *pool_addr,
                      std::size_t pool_size, std::uint32_t nlanes, const settings &s)
-    : impl_(std::make_unique<impl>(fabric, host, pool_addr, pool_size, nlanes, s))
 {
+	try {
+		impl_ = std::make_unique<impl>(fabric, host, pool_addr, pool_size, nlanes, s);
+	} catch (const rpmem::error &e) {
+		// The fabric layer's own errors (out of descriptors, memory registration) do not
+		// know which replica they were for.
+		if (e.message().starts_with(host + ":"))
+			throw;
+		throw rpmem::error(e.errnum(),
+		                   fmt::format("{}: connecting the pool's {} lanes "
+		                               "over {} fabric connection(s): {}",
+		                               host, nlanes, fabric.nendpoints, e.message()));
+	}
 }
 
 data_path::~data_path() = default;

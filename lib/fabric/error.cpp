@@ -51,6 +51,9 @@ rpmem::error call_error(int fi_code, std::string_view call, std::string_view pro
 	                fi_strerror(std::abs(fi_code)));
 	if (!advice.empty())
 		message += fmt::format("; {}", advice);
+	else if (to_errno(fi_code) == EMFILE)
+		message += "; each fabric connection takes several file descriptors: raise the "
+		           "open file limit (ulimit -n)";
 	return rpmem::error(to_errno(fi_code), message);
 }
 

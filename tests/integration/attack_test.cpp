@@ -18,12 +18,17 @@
 #include "rpmem/error.hpp"
 #include "support/child.hpp"
 
+#include <arpa/inet.h>
 #include <cerrno>
 #include <chrono>
 #include <map>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 using rpmem::client::remote_pool;
 using namespace rpmem::test;
@@ -158,13 +163,14 @@ struct control_only {
 	rpmem::client::control_session session;
 	ctl::fabric_params fabric;
 
-	control_only(const replica &node, const std::string &desc)
+	control_only(const replica &node, const std::string &desc,
+	             const std::string &provider = "tcp")
 	    : session(node.target(), node.command(), *node.options().ssh, 10s)
 	{
 		ctl::pool_request req;
 		req.pool_size = pool_size;
 		req.nlanes = 4;
-		req.provider = "tcp";
+		req.provider = provider;
 		req.descriptor = desc;
 		req.attr = sample_attr();
 		fabric = session.request_pool(req, true).fabric;
@@ -325,6 +331,117 @@ TEST_CASE("fabric connections without the right secret or with a used index are 
 	REQUIRE(r);
 	CHECK(r->err == 0);
 	CHECK(r->cookie == 1);
+}
+
+/** TCP connections to the fabric port that never send a byte (an attacker's, or a scanner's). */
+class silent_connections
+{
+public:
+	silent_connections(const ctl::fabric_params &f, std::size_t n)
+	{
+		sockaddr_in to{};
+		to.sin_family = AF_INET;
+		to.sin_port = htons(static_cast<std::uint16_t>(f.port));
+		REQUIRE(inet_pton(AF_INET, f.address.c_str(), &to.sin_addr) == 1);
+		for (std::size_t i = 0; i < n; ++i) {
+			int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			REQUIRE(fd >= 0);
+			fds_.push_back(fd);
+			REQUIRE(::connect(fd, reinterpret_cast<sockaddr *>(&to), sizeof to) == 0);
+		}
+	}
+	~silent_connections()
+	{
+		for (int fd : fds_)
+			close(fd);
+	}
+	/** How many rpmemd has closed (they read EOF or a reset), waiting until `want` are or
+	 * `patience` has passed. */
+	std::size_t closed(std::size_t want, std::chrono::milliseconds patience)
+	{
+		auto until = std::chrono::steady_clock::now() + patience;
+		for (;;) {
+			std::size_t n = 0;
+			for (int fd : fds_) {
+				char c;
+				ssize_t r = recv(fd, &c, 1, MSG_DONTWAIT);
+				n += r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+			}
+			if (n >= want || std::chrono::steady_clock::now() > until)
+				return n;
+			std::this_thread::sleep_for(20ms);
+		}
+	}
+
+private:
+	std::vector<int> fds_;
+};
+
+TEST_CASE("silent connections to the fabric port are closed, the honest client still connects",
+          "[attack][fabric]")
+{
+	const std::string provider = GENERATE("tcp", "sockets");
+	INFO("provider " << provider);
+	sshd server;
+	replica_options o;
+	o.daemon_args = "--auth-timeout=300";
+	replica node(server, o);
+	node.write_poolset("pool.set", {"8M"});
+	control_only pool(node, "pool.set", provider);
+	const auto &f = pool.fabric;
+
+	// They come first: the client's own connections arrive while they hold rpmemd's port.
+	silent_connections silent(f, 40);
+	raw_conn honest(f);
+	REQUIRE(honest.connect(conn_data(f, 0)));
+	// Closed after the bound (the patience is for a loaded machine, not the bound).
+	CHECK(silent.closed(40, 20s) == 40);
+	auto r =
+	    honest.request(persist_inline(0, 1, {{8192, std::vector<std::uint8_t>(64, 0x6b)}}));
+	REQUIRE(r);
+	CHECK(r->err == 0);
+	auto log = node.log_text();
+	INFO(log);
+	CHECK_THAT(log, Catch::Contains("sent no connection request within 300 ms, from "
+	                                "127.0.0.1:"));
+	// The refusal of a wrong secret names where it came from.
+	auto wrong = conn_data(f, 1);
+	wrong[5] ^= 0x40;
+	raw_conn attacker(f);
+	CHECK(!attacker.connect(wrong));
+	log = node.log_text();
+	CHECK_THAT(log, Catch::Contains("refused a fabric connection request from ") &&
+	                    Catch::Contains("wrong session secret"));
+}
+
+TEST_CASE("a flood of silent connections under a low descriptor limit: the honest client still "
+          "connects, the oldest are closed beyond the cap",
+          "[attack][fabric]")
+{
+	sshd server;
+	replica_options o;
+	// Only the cap closes them: the bound is far away.
+	o.daemon_args = "--auth-timeout=60000";
+	o.shell_prefix = "ulimit -n 128; ";
+	replica node(server, o);
+	node.write_poolset("pool.set", {"8M"});
+	control_only pool(node, "pool.set");
+	const auto &f = pool.fabric;
+
+	constexpr std::size_t flood = 200, cap = 64;
+	silent_connections silent(f, flood);
+	raw_conn honest(f);
+	REQUIRE(honest.connect(conn_data(f, 0)));
+	auto r = honest.request(persist_inline(0, 1, {{8192, std::vector<std::uint8_t>(8, 1)}}));
+	REQUIRE(r);
+	CHECK(r->err == 0);
+	// All but the cap's worth, and no more: the youngest 64 wait for the bound.
+	CHECK(silent.closed(flood - cap, 20s) == flood - cap);
+	std::this_thread::sleep_for(500ms);
+	CHECK(silent.closed(flood, 0ms) == flood - cap);
+	auto log = node.log_text();
+	INFO(log);
+	CHECK_THAT(log, Catch::Contains("(at most 64 may): closed the"));
 }
 
 TEST_CASE("forged lane requests are refused, the pool unchanged, honest connections served",

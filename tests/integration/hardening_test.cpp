@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <thread>
 
 using rpmem::client::remote_pool;
@@ -248,4 +249,34 @@ TEST_CASE("a part truncated under a live session: rpmemd's log says what killed 
 	CHECK_THAT(log, Catch::Contains("SIGBUS") &&
 	                    Catch::Contains(node.part("pool.set").string()) &&
 	                    Catch::Contains("truncated"));
+}
+
+TEST_CASE("a client out of file descriptors is told which host and what to raise",
+          "[hardening][messages]")
+{
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	std::size_t open_fds = 0;
+	for ([[maybe_unused]] const auto &e : fs::directory_iterator("/proc/self/fd"))
+		++open_fds;
+	rlimit saved{};
+	REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+	// Room for the SSH session, not for 4 fabric connections (each takes several).
+	rlimit low = saved;
+	low.rlim_cur = open_fds + 12;
+	REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+	auto e = error_of([&] {
+		unsigned nlanes = 8;
+		remote_pool::create(node.target(), "pool.set", local.data(), local.size(), &nlanes,
+		                    &attr, node.options());
+	});
+	REQUIRE(setrlimit(RLIMIT_NOFILE, &saved) == 0);
+	INFO(e.message());
+	CHECK(e.errnum() == EMFILE);
+	CHECK_THAT(e.message(), Catch::StartsWith(server.address() + ": ") &&
+	                            Catch::Contains("Too many open files") &&
+	                            Catch::Contains("ulimit -n"));
 }

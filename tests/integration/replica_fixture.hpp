@@ -51,7 +51,8 @@ struct replica_options {
 	bool force_pmem = false;  // PMEM_IS_PMEM_FORCE=1 without APM
 	bool commit = false;      // rpmemd --persist-commit with PMEM_IS_PMEM_FORCE=1
 	std::string provider = "tcp";
-	std::string daemon_args{};                            // more rpmemd options
+	std::string daemon_args{};  // more rpmemd options
+	std::string shell_prefix{}; // shell words before rpmemd's command ("ulimit -n 128; ")
 	fabric::wait_mode wait = fabric::wait_mode::adaptive; // the client's waits
 	// Both sides' memory registration mode (RPMEM_MR_MODE, rpmemd --mr-mode).
 	fabric::mr_mode mr = fabric::mr_mode::automatic;
@@ -165,7 +166,7 @@ public:
 		// No redirection: rpmemd's stderr is what the client reports (sanitizer reports go
 		// to their log_path files), and the remote shell execs rpmemd, so a signal that
 		// kills it reaches the client as a signal.
-		return fmt::format("{}{} {}", env, RPMEM_TEST_RPMEMD, args);
+		return fmt::format("{}{}{} {}", opts_.shell_prefix, env, RPMEM_TEST_RPMEMD, args);
 	}
 
 	client::pool_options options() const

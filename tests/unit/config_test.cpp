@@ -159,6 +159,7 @@ TEST_CASE("no options gives PMDK's defaults", "[cmdline]")
 	CHECK(cfg.wait == rpmem::fabric::wait_mode::adaptive);
 	CHECK_FALSE(cfg.persist_commit);
 	CHECK_FALSE(cfg.mr_mode);
+	CHECK(cfg.auth_timeout == std::chrono::milliseconds(1000));
 	for (int s = 0; s < static_cast<int>(setting::count_); ++s)
 		CHECK_FALSE(given.has(static_cast<setting>(s)));
 }
@@ -188,6 +189,8 @@ TEST_CASE("options with a value accept -x v, --opt v and --opt=v", "[cmdline]")
 		CHECK(cfg.mr_mode == rpmem::fabric::mr_mode::basic);
 	CHECK(parse({"--mr-mode=scalable"}).mr_mode == rpmem::fabric::mr_mode::scalable);
 	CHECK(parse({"--mr-mode=auto"}).mr_mode == rpmem::fabric::mr_mode::automatic);
+	for (auto cfg : {parse({"--auth-timeout", "250"}), parse({"--auth-timeout=250"})})
+		CHECK(cfg.auth_timeout == std::chrono::milliseconds(250));
 }
 
 TEST_CASE("bad wait and memory registration modes", "[cmdline]")
@@ -313,6 +316,14 @@ TEST_CASE("bad heartbeat timeout", "[cmdline]")
 	CHECK_THAT(parse_error({"--heartbeat-timeout=3600001"}), Contains("whole number"));
 }
 
+TEST_CASE("bad auth timeout", "[cmdline]")
+{
+	CHECK_THAT(parse_error({"--auth-timeout=9"}),
+	           Contains("'9' is not a whole number from 10 to 60000"));
+	CHECK_THAT(parse_error({"--auth-timeout=1s"}), Contains("whole number"));
+	CHECK_THAT(parse_error({"--auth-timeout=60001"}), Contains("whole number"));
+}
+
 TEST_CASE("the parser can run twice in one process", "[cmdline]")
 {
 	CHECK(parse({"-t", "3"}).nthreads == 3);
@@ -324,10 +335,10 @@ TEST_CASE("usage and version", "[cmdline]")
 {
 	auto text = usage("/usr/bin/rpmemd");
 	CHECK_THAT(text, Contains("usage: /usr/bin/rpmemd"));
-	for (auto opt :
-	     {"--config", "--help", "--version", "--remove", "--force", "--pool-set", "--nthreads",
-	      "--log-file", "--poolset-dir", "--persist-apm", "--persist-general", "--use-syslog",
-	      "--log-level", "--heartbeat-timeout", "--wait"})
+	for (auto opt : {"--config", "--help", "--version", "--remove", "--force", "--pool-set",
+	                 "--nthreads", "--log-file", "--poolset-dir", "--persist-apm",
+	                 "--persist-general", "--use-syslog", "--log-level", "--heartbeat-timeout",
+	                 "--wait", "--persist-commit", "--mr-mode", "--auth-timeout"})
 		CHECK_THAT(text, Contains(opt));
 	CHECK(version_string() == std::string("rpmemd version ") + RPMEMD_VERSION);
 }
@@ -344,7 +355,8 @@ TEST_CASE("every config key", "[config-file]")
 	                     "heartbeat-timeout = 1500\n"
 	                     "wait = block\n"
 	                     "persist-commit = yes\n"
-	                     "mr-mode = basic\n");
+	                     "mr-mode = basic\n"
+	                     "auth-timeout = 300\n");
 	CHECK(cfg.log_file == "/var/tmp/r.log");
 	CHECK_FALSE(cfg.use_syslog); // a log file turns syslog off
 	CHECK(cfg.poolset_dir == "/pools");
@@ -355,6 +367,7 @@ TEST_CASE("every config key", "[config-file]")
 	CHECK(cfg.wait == rpmem::fabric::wait_mode::block);
 	CHECK(cfg.persist_commit);
 	CHECK(cfg.mr_mode == rpmem::fabric::mr_mode::basic);
+	CHECK(cfg.auth_timeout == std::chrono::milliseconds(300));
 
 	CHECK(from_text("log-file = /l\nuse-syslog = yes").use_syslog);
 	CHECK_FALSE(from_text("use-syslog = no").use_syslog);
