@@ -568,6 +568,7 @@ TEST_CASE("a frozen rpmemd ends every thread's call in time, also threads waitin
 	std::atomic<clk::rep> stopped_at{0};
 	std::vector<long> after_stop(threads, -1);
 	std::vector<int> errs(threads, 0);
+	std::vector<std::string> texts(threads);
 	{
 		std::vector<std::jthread> ts;
 		for (unsigned t = 0; t < threads; ++t)
@@ -580,6 +581,7 @@ TEST_CASE("a frozen rpmemd ends every thread's call in time, also threads waitin
 					}
 				} catch (const rpmem::error &e) {
 					errs[t] = e.errnum();
+					texts[t] = e.message();
 					auto s = stopped_at.load();
 					after_stop[t] =
 					    s ? ms_since(clk::time_point(clk::duration(s))) : -2;
@@ -599,8 +601,12 @@ TEST_CASE("a frozen rpmemd ends every thread's call in time, also threads waitin
 	                                       << " ms (RPMEM_TIMEOUT 1000 ms)");
 	for (unsigned t = 0; t < threads; ++t) {
 		INFO("thread " << t << ": errno " << errs[t] << " after " << after_stop[t]
-		               << " ms");
+		               << " ms: " << texts[t]);
 		CHECK((errs[t] == ETIMEDOUT || errs[t] == ECONNRESET));
+		// Every thread is told why, also those that learnt of the failure from another
+		// thread (the reason was once published after the failure: "127.0.0.1: ").
+		CHECK_THAT(texts[t], Catch::Contains("rpmemd is not answering") &&
+		                         Catch::Contains("RPMEM_TIMEOUT"));
 		CHECK(after_stop[t] >= 0);
 		CHECK(after_stop[t] < 4000);
 	}
