@@ -43,6 +43,46 @@ eq::eq(const fabric_domain &parent, const eq_options &options)
 	check(fi_eq_open(parent.fabric(), &attr, eq_.out(), nullptr), "fi_eq_open", provider_);
 }
 
+eq::~eq()
+{
+	drain();
+}
+
+eq &eq::operator=(eq &&other) noexcept
+{
+	if (this != &other) {
+		drain();
+		eq_ = std::move(other.eq_);
+		wait_ = other.wait_;
+		provider_ = std::move(other.provider_);
+	}
+	return *this;
+}
+
+void eq::drain() noexcept
+{
+	if (!eq_.get())
+		return;
+	// The sockets provider's fi_close frees no entry still queued (sock_eq_fi_close in
+	// libfabric 1.17): a wake() nobody read, an FI_SHUTDOWN after the last read, would leak.
+	// Read them out first; a connection request's fi_info is ours to free.
+	cm_buffer buffer;
+	for (int i = 0; i < 4096; ++i) {
+		std::uint32_t type = 0;
+		const ssize_t ret = fi_eq_read(eq_.get(), &type, &buffer, sizeof buffer, 0);
+		if (ret == -FI_EAVAIL) {
+			fi_eq_err_entry err{};
+			if (fi_eq_readerr(eq_.get(), &err, 0) < 0)
+				break;
+			continue;
+		}
+		if (ret < 0)
+			break;
+		if (type == FI_CONNREQ && static_cast<std::size_t>(ret) >= sizeof(fi_eq_cm_entry))
+			fi_freeinfo(buffer.entry().info);
+	}
+}
+
 std::optional<eq_event> eq::read(std::chrono::milliseconds timeout)
 {
 	cm_buffer buffer;

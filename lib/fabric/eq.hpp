@@ -42,6 +42,10 @@ class eq
 public:
 	/** fi_eq_open on the domain's fabric. Throws rpmem::error. */
 	explicit eq(const fabric_domain &parent, const eq_options &options = {});
+	/** Reads out what is still queued, then closes the EQ. */
+	~eq();
+	eq(eq &&) noexcept = default;
+	eq &operator=(eq &&other) noexcept;
 
 	/**
 	 * The next entry, waiting up to `timeout` (0: do not wait, negative: forever; with
@@ -62,6 +66,7 @@ public:
 
 private:
 	eq_event read_error();
+	void drain() noexcept;
 
 	fid_owner<fid_eq> eq_;
 	wait_object wait_ = wait_object::unspec;
