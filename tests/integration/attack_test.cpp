@@ -385,6 +385,11 @@ TEST_CASE("silent connections to the fabric port are closed, the honest client s
 	sshd server;
 	replica_options o;
 	o.daemon_args = "--auth-timeout=300";
+	// libfabric 1.17's sockets provider never frees the 480-byte handle it allocates for an
+	// accepted connection that ends before its connection request (sock_ep_cm_handle_rx:
+	// unmonitor and close, no free): 40 of them per run, allocated in its listener thread
+	// after accept(). Leak-check rpmemd here only on tcp (docs/security.md says so).
+	o.daemon_leak_check = provider != "sockets";
 	replica node(server, o);
 	node.write_poolset("pool.set", {"8M"});
 	control_only pool(node, "pool.set", provider);
