@@ -15,9 +15,14 @@ class RPMEM_API error : public std::system_error
 {
 public:
 	error(int errnum, const std::string &message)
-	    : std::system_error(errnum, std::generic_category(), message), message_(message)
+	    : std::system_error(errnum, std::generic_category(), message), message_(message),
+	      what_(says_reason(errnum, message) ? message : std::system_error::what())
 	{
 	}
+
+	/** The message, followed by ": <strerror>" unless it already carries that text (messages
+	 * that quote the system's reason mid-sentence do not get it twice). */
+	const char *what() const noexcept override { return what_.c_str(); }
 
 	/** errno value describing the failure (EINVAL, ECONNRESET, ...). */
 	int errnum() const noexcept { return code().value(); }
@@ -26,7 +31,13 @@ public:
 	const std::string &message() const noexcept { return message_; }
 
 private:
+	static bool says_reason(int errnum, const std::string &message)
+	{
+		return message.find(std::generic_category().message(errnum)) != std::string::npos;
+	}
+
 	std::string message_;
+	std::string what_;
 };
 
 } // namespace rpmem
