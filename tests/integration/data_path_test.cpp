@@ -58,6 +58,7 @@ void stress(remote_pool &pool, local_pool &local, unsigned threads, unsigned ops
 	unsigned nlanes = pool.nlanes();
 	std::size_t slice = (local.size() - hdr) / threads;
 	std::atomic<int> failures{0};
+	std::vector<std::string> why(threads); // Catch's macros are not for worker threads
 	std::vector<std::thread> workers;
 	for (unsigned t = 0; t < threads; ++t) {
 		workers.emplace_back([&, t] {
@@ -97,13 +98,16 @@ void stress(remote_pool &pool, local_pool &local, unsigned threads, unsigned ops
 					}
 				}
 			} catch (const rpmem::error &e) {
-				UNSCOPED_INFO("thread " << t << ": " << e.what());
+				why[t] = e.what();
 				++failures;
 			}
 		});
 	}
 	for (auto &w : workers)
 		w.join();
+	for (unsigned t = 0; t < threads; ++t)
+		if (!why[t].empty())
+			UNSCOPED_INFO("thread " << t << ": " << why[t]);
 	REQUIRE(failures == 0);
 }
 

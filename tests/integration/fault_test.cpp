@@ -136,6 +136,13 @@ private:
 
 /** A replica and a pool on it whose client has RPMEM_TIMEOUT = op_timeout and pings every
  *  `keepalive`, with the PID of the rpmemd serving it. */
+/** Counts a thread out when it ends, however it ends: a waiter for progress then stops waiting
+ * when no thread is left to make any (instead of hanging until ctest's timeout). */
+struct running_guard {
+	std::atomic<unsigned> &running;
+	~running_guard() { --running; }
+};
+
 struct timed_pool {
 	sshd server;
 	replica node{server};
@@ -243,11 +250,12 @@ TEST_CASE("rpmemd killed mid-stream: every call fails within 2 s, acknowledged d
 	std::vector<long> detect_ms(threads, -1), later_ms(threads, -1);
 	std::vector<int> errs(threads, 0), later_errs(threads, 0);
 	std::vector<std::string> msgs(threads);
-	std::atomic<unsigned> acked{0};
+	std::atomic<unsigned> acked{0}, running{threads};
 	std::vector<std::thread> ts;
 	std::size_t slice = (pool_size - hdr) / threads;
 	for (unsigned t = 0; t < threads; ++t) {
 		ts.emplace_back([&, t] {
+			running_guard counted{running};
 			std::mt19937_64 rng(7 + t);
 			std::size_t off = hdr + t * slice; // append-only: acks never overwritten
 			for (unsigned i = 0;; ++i) {
@@ -280,8 +288,16 @@ TEST_CASE("rpmemd killed mid-stream: every call fails within 2 s, acknowledged d
 			}
 		});
 	}
-	while (acked < 200)
+	while (acked < 200 && running > 0)
 		std::this_thread::sleep_for(1ms);
+	if (acked < 200) {
+		for (auto &t : ts)
+			t.join();
+		for (unsigned t = 0; t < threads; ++t)
+			UNSCOPED_INFO("thread " << t << ": error " << errs[t] << ": " << msgs[t]);
+		FAIL("every thread ended before rpmemd was killed, after " << acked.load()
+		                                                           << " persists");
+	}
 	killed_at = clk::now().time_since_epoch().count();
 	REQUIRE(run_kill_rpmemd(node.dir().string()));
 	for (auto &t : ts)
@@ -563,7 +579,7 @@ TEST_CASE("a frozen rpmemd ends every thread's call in time, also threads waitin
 	const unsigned nconn = pool->fabric().nendpoints;
 	// Lanes l with l % nconn == 0 share connection 0; a lane is one thread's at a time.
 	const unsigned threads = std::min(224u, nlanes / nconn);
-	std::atomic<unsigned> ops{0};
+	std::atomic<unsigned> ops{0}, running{threads};
 	std::atomic<bool> quit{false};
 	std::atomic<clk::rep> stopped_at{0};
 	std::vector<long> after_stop(threads, -1);
@@ -573,6 +589,7 @@ TEST_CASE("a frozen rpmemd ends every thread's call in time, also threads waitin
 		std::vector<std::jthread> ts;
 		for (unsigned t = 0; t < threads; ++t)
 			ts.emplace_back([&, t] {
+				running_guard counted{running};
 				try {
 					while (!quit.load()) {
 						pool->persist(hdr + std::size_t(t) * 4096, 4096,
@@ -587,8 +604,13 @@ TEST_CASE("a frozen rpmemd ends every thread's call in time, also threads waitin
 					    s ? ms_since(clk::time_point(clk::duration(s))) : -2;
 				}
 			});
-		while (ops < 200)
+		while (ops < 200 && running > 0)
 			std::this_thread::sleep_for(1ms);
+		if (ops < 200)
+			for (unsigned t = 0; t < threads; ++t)
+				if (errs[t])
+					UNSCOPED_INFO("thread " << t << ": " << texts[t]);
+		REQUIRE(ops >= 200); // else every thread failed before rpmemd was stopped
 		stopped_at = clk::now().time_since_epoch().count();
 		if (::kill(tp.pid, SIGSTOP) != 0)
 			quit = true;
