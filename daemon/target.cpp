@@ -200,11 +200,13 @@ public:
 		}
 		pool_mr_ = std::make_unique<fab::memory_region>(
 		    *domain_, region_.base(), region_.size(), FI_REMOTE_READ | FI_REMOTE_WRITE);
-		// Requests, and with commit the writes' remote CQ data too (clients keep up to 16
-		// commit writes in flight per lane: lib/client/persist_method.cpp).
+		// Requests, and with commit or APM the writes' remote CQ data too (clients keep up
+		// to 16 commit writes in flight per lane: lib/client/persist_method.cpp; APM's
+		// writes between two drains are not bounded, and what exceeds the CQ waits in the
+		// provider's overflow list until the worker reads it).
 		const ctl::persist_method method = choose_method(p, g);
 		std::size_t cq_size = std::size_t(queue_depth_) * nendpoints_ * 2;
-		if (method == ctl::persist_method::commit)
+		if (method == ctl::persist_method::commit || method == ctl::persist_method::apm)
 			cq_size += std::size_t(per_conn) * 16 * nendpoints_;
 		for (unsigned w = 0; w < nworkers_; ++w)
 			cqs_.push_back(std::make_unique<fab::cq>(

@@ -36,10 +36,11 @@ struct path_resources {
 	fabric::rma_target remote;  // pool offset 0 at the replica: address and key
 	std::size_t max_msg = 0;    // the largest single transfer
 	bool send_after_write = true;
-	// Commit writes carry remote CQ data, so that rpmemd's workers, which make the provider
-	// progress them (tcp), see them and keep polling between them (granted::
-	// remote_cq_data_free).
-	bool announce_commits = false;
+	// RDMA writes rpmemd sends no response for (commit, APM) carry remote CQ data where that
+	// costs no receive (granted::remote_cq_data_free): rpmemd's workers, which make the
+	// provider progress them (tcp), then see them and keep polling for what follows (the
+	// next write, APM's read) instead of sleeping through it.
+	bool announce_writes = false;
 	std::uint32_t pipeline = 1; // requests one lane may have in flight
 	std::uint64_t pipeline_chunk = 0;
 	static constexpr std::size_t chunk_slot = 64;
@@ -62,6 +63,9 @@ public:
 	virtual void drain(lane_state &l, bool wait_now) = 0;
 	/** Whether the lane has ranges drain() must make durable. */
 	virtual bool pending(const lane_state &l) const { return !l.batch.empty(); }
+	/** fi_writemsg flags of the unsignalled writes write_then_announce() posts (0: fi_write).
+	 */
+	virtual std::uint64_t unsignalled_write_flags() const { return 0; }
 	/** A flush of [r) from the pool and its drain. */
 	virtual void persist(lane_state &l, range r, bool wait_now);
 
@@ -80,8 +84,8 @@ protected:
 	/** Sends the request header req (and `payload` bytes already behind it in the slot). */
 	void send_request(lane_state &l, const rpmem::lane::request &req, std::size_t payload,
 	                  bool wait_now);
-	/** RDMA-writes [r) from src; flags 0: unsignalled, else fi_writemsg flags with
-	 * FI_COMPLETION (the lane then waits for it). */
+	/** RDMA-writes [r) from src; flags with FI_COMPLETION: signalled (the lane then waits for
+	 * it), else unsignalled (fi_writemsg with these flags, or fi_write for none). */
 	void write(lane_state &l, range r, const std::uint8_t *src, void *desc,
 	           std::uint64_t flags);
 	/** An RDMA write of [r) the method's durability step will follow: with send-after-write
