@@ -16,8 +16,13 @@ class RPMEM_API error : public std::system_error
 public:
 	error(int errnum, const std::string &message)
 	    : std::system_error(errnum, std::generic_category(), message), message_(message),
-	      what_(says_reason(errnum, message) ? message : std::system_error::what())
+	      what_(says_reason(errnum, message)
+	                ? message
+	                : message + ": " + std::generic_category().message(errnum))
 	{
+		// what_ is built without calling a member function on the object under
+		// construction: UBSan's vptr check of such a call needs a pipe, and fails when the
+		// process is out of file descriptors (an EMFILE error is built exactly then).
 	}
 
 	/** The message, followed by ": <strerror>" unless it already carries that text (messages
