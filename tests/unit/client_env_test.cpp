@@ -94,19 +94,19 @@ TEST_CASE("RPMEM_SPIN forces one end of the adaptive wait; RPMEM_MR_MODE picks t
 	CHECK(read_settings(fake_getenv).mr_mode == mr_mode::automatic);
 }
 
-TEST_CASE("rpmem::error's what() adds the system's reason once", "[error]")
+TEST_CASE("rpmem::describe adds the system's reason once", "[error]")
 {
 	rpmem::error plain(ETIMEDOUT, "node1: rpmemd ('cat') did not answer within 10000 ms");
-	CHECK(std::string(plain.what()) ==
+	CHECK(rpmem::describe(plain) ==
 	      "node1: rpmemd ('cat') did not answer within 10000 ms: Connection timed out");
-	CHECK(plain.message() == "node1: rpmemd ('cat') did not answer within 10000 ms");
+	CHECK(rpmem::describe(plain) == plain.what());
 	// A message that already quotes the reason (storage errors do, mid-sentence, before
 	// what to do) is not followed by it a second time.
 	rpmem::error quoted(ENOENT, "cannot use poolset directory /x: No such file or directory; "
 	                            "create it");
-	CHECK(std::string(quoted.what()) == quoted.message());
+	CHECK(rpmem::describe(quoted) == quoted.message());
 	// Another errno's text in the message does not count.
 	rpmem::error other(EACCES, "cannot open /x: No such file or directory");
-	CHECK(std::string(other.what()) ==
+	CHECK(rpmem::describe(other) ==
 	      "cannot open /x: No such file or directory: Permission denied");
 }

@@ -155,7 +155,7 @@ int main(int argc, char **argv)
 		return f.code();
 	} catch (const rpmem::error &e) {
 		std::fflush(stdout);
-		fmt::print(stderr, "rpmem {}: {}\n", cmd->get_name(), e.what());
+		fmt::print(stderr, "rpmem {}: {}\n", cmd->get_name(), rpmem::describe(e));
 		return cmd == verify ? exit_usage : exit_failed;
 	} catch (const std::exception &e) {
 		std::fflush(stdout);
