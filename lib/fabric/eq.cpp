@@ -65,21 +65,12 @@ void eq::drain() noexcept
 		return;
 	// The sockets provider's fi_close frees no entry still queued (sock_eq_fi_close in
 	// libfabric 1.17): a wake() nobody read, an FI_SHUTDOWN after the last read, would leak.
-	// Read them out first; a connection request's fi_info is ours to free.
-	cm_buffer buffer;
-	for (int i = 0; i < 4096; ++i) {
-		std::uint32_t type = 0;
-		const ssize_t ret = fi_eq_read(eq_.get(), &type, &buffer, sizeof buffer, 0);
-		if (ret == -FI_EAVAIL) {
-			fi_eq_err_entry err{};
-			if (fi_eq_readerr(eq_.get(), &err, 0) < 0)
-				break;
-			continue;
+	// Read them out first (a connection request's fi_info goes with its event).
+	try {
+		for (int i = 0; i < 4096 && read(std::chrono::milliseconds(0)); ++i) {
 		}
-		if (ret < 0)
-			break;
-		if (type == FI_CONNREQ && static_cast<std::size_t>(ret) >= sizeof(fi_eq_cm_entry))
-			fi_freeinfo(buffer.entry().info);
+	} catch (const rpmem::error &) {
+		// An EQ that cannot be read any more has nothing left to free.
 	}
 }
 

@@ -134,8 +134,6 @@ private:
 	std::jthread thread_;
 };
 
-/** A replica and a pool on it whose client has RPMEM_TIMEOUT = op_timeout and pings every
- *  `keepalive`, with the PID of the rpmemd serving it. */
 /** Counts a thread out when it ends, however it ends: a waiter for progress then stops waiting
  * when no thread is left to make any (instead of hanging until ctest's timeout). */
 struct running_guard {
@@ -143,6 +141,8 @@ struct running_guard {
 	~running_guard() { --running; }
 };
 
+/** A replica and a pool on it whose client has RPMEM_TIMEOUT = op_timeout and pings every
+ *  `keepalive`, with the PID of the rpmemd serving it. */
 struct timed_pool {
 	sshd server;
 	replica node{server};
