@@ -271,6 +271,37 @@ TEST_CASE("every method with small ranges inline, and with none inline", "[data]
 	                .inline_max = inline_max},
 	               method);
 }
+TEST_CASE("APM: far more announced writes between two drains than rpmemd's CQ holds",
+          "[data][tcp][apm]")
+{
+	// On tcp each APM write carries remote CQ data (persist_method.cpp: the worker keeps
+	// polling until the read). Relaxed flushes between drains are not bounded, so rpmemd's
+	// CQ (sized for 16 writes per lane) overflows into the provider's list: none may be lost,
+	// and the one drain must still cover every write.
+	sshd server;
+	replica node(server,
+	             {.parent = "/dev/shm", .apm = true, .provider = "tcp", .inline_max = 0});
+	node.write_poolset("pool.set", {"72M"});
+	local_pool local(pool_size);
+	auto attr = sample_attr();
+	unsigned nlanes = 1;
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+	                                &nlanes, &attr, node.options());
+	REQUIRE(pool->method() == apm);
+	REQUIRE_FALSE(pool->lanes().travels_inline(64));
+	constexpr std::size_t writes = 3000;
+	for (std::size_t i = 0; i < writes; ++i) {
+		std::size_t off = hdr + i * 128;
+		std::memset(local.data() + off, static_cast<int>(i % 251) + 1, 64);
+		pool->flush(off, 64, 0, rpmem::client::flush_relaxed);
+	}
+	pool->drain(0, 0);
+	std::vector<std::uint8_t> back(writes * 128);
+	pool->read(back.data(), hdr, back.size(), 0);
+	CHECK(std::memcmp(back.data(), local.data() + hdr, back.size()) == 0);
+	pool->close();
+	check_replica_equals_local(node, local);
+}
 TEST_CASE("the connect-time probes leave the replica's bytes as they were", "[data][inline]")
 {
 	// The probes persist, at the end of the pool, bytes read from there first: opening a pool
