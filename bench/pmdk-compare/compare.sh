@@ -21,33 +21,30 @@ export RPMEM_SSH=$S/ssh RPMEM_SSH_CONFIG=$S/ssh_config \
   RPMEM_SSH_IDENTITY=$S/client_key RPMEM_SSH_KNOWN_HOSTS=$S/known_hosts
 export PMEM_IS_PMEM_FORCE=1
 apm=${APM:+--persist-apm}
-run() { # lib provider args...
+# Runs a command with one library and its own rpmemd: with_lib pmdk|rpmem PROVIDER 'RPMEMD-ARGS' CMD...
+with_lib() {
+  local lib=$1 prov=$2 args=$3; shift 3
+  if [ "$lib" = pmdk ]; then
+    env LD_LIBRARY_PATH=$P/nondebug RPMEM_ENABLE_SOCKETS=1 RPMEM_ENABLE_VERBS=0 \
+      RPMEM_CMD="PMEM_IS_PMEM_FORCE=1 LD_LIBRARY_PATH=$P/nondebug $P/tools/rpmemd/rpmemd --poolset-dir=$rem --log-file=$rem/rpmemd.log $args" \
+      "$@"
+  else
+    env LD_LIBRARY_PATH=$R/lib:$P/nondebug RPMEM_PROVIDER=$prov \
+      RPMEM_CMD="PMEM_IS_PMEM_FORCE=1 $R/bin/rpmemd --poolset-dir=$rem --log-file=$rem/rpmemd.log $args ${RPMEMD_X:-}" \
+      "$@"
+  fi
+}
+run() { # lib provider pmembench-args...
   local lib=$1 prov=$2; shift 2
   rm -f $rem/* $loc/*
   printf 'PMEMPOOLSET\n%s %s/r.part\n' "${SIZE:-320M}" $rem > $rem/r.set
   printf 'PMEMPOOLSET\n%s %s/l.part\nREPLICA %s r.set\n' "${SIZE:-300M}" $loc $T > $loc/bench.set
-  if [ $lib = pmdk ]; then
-    env LD_LIBRARY_PATH=$P/nondebug RPMEM_ENABLE_SOCKETS=1 RPMEM_ENABLE_VERBS=0 \
-      RPMEM_CMD="PMEM_IS_PMEM_FORCE=1 LD_LIBRARY_PATH=$P/nondebug $P/tools/rpmemd/rpmemd --poolset-dir=$rem --log-file=$rem/rpmemd.log $apm" \
-      $P/benchmarks/pmembench "$@" -f $loc/bench.set
-  else
-    env LD_LIBRARY_PATH=$R/lib:$P/nondebug RPMEM_PROVIDER=$prov \
-      RPMEM_CMD="PMEM_IS_PMEM_FORCE=1 $R/bin/rpmemd --poolset-dir=$rem --log-file=$rem/rpmemd.log $apm ${RPMEMD_X:-}" \
-      $P/benchmarks/pmembench "$@" -f $loc/bench.set
-  fi
+  with_lib "$lib" "$prov" "$apm" $P/benchmarks/pmembench "$@" -f $loc/bench.set
 }
 close() { # lib provider reps
   local lib=$1 prov=$2 reps=$3
   rm -f $rem/*
   printf 'PMEMPOOLSET\n40M %s/c.part\n' $rem > $rem/c.set
-  if [ $lib = pmdk ]; then
-    env LD_LIBRARY_PATH=$P/nondebug RPMEM_ENABLE_SOCKETS=1 RPMEM_ENABLE_VERBS=0 \
-      RPMEM_CMD="PMEM_IS_PMEM_FORCE=1 LD_LIBRARY_PATH=$P/nondebug $P/tools/rpmemd/rpmemd --poolset-dir=$rem --log-file=$rem/rpmemd.log" \
-      ${CLOSE_TIME:-/tmp/pmdk-cmp/close_time} $T c.set $rem/c.part $reps
-  else
-    env LD_LIBRARY_PATH=$R/lib RPMEM_PROVIDER=$prov \
-      RPMEM_CMD="PMEM_IS_PMEM_FORCE=1 $R/bin/rpmemd --poolset-dir=$rem --log-file=$rem/rpmemd.log" \
-      ${CLOSE_TIME:-/tmp/pmdk-cmp/close_time} $T c.set $rem/c.part $reps
-  fi
+  with_lib "$lib" "$prov" "" "${CLOSE_TIME:-/tmp/pmdk-cmp/close_time}" $T c.set $rem/c.part "$reps"
 }
 "$@"
