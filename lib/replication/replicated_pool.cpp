@@ -831,25 +831,24 @@ void replicated_pool::impl::enqueue_chunk(range r, std::unique_lock<std::mutex> 
 }
 
 /** The end of the round that starts at batch[from]: ranges whose costs fit one request, and no
- * RDMA-written range over inline bytes of the same round (rpmemd applies inline bytes when the
- * request arrives, after the writes). At least one range. */
+ * RDMA-written range after an inline one. rpmemd applies inline bytes when the request arrives,
+ * after every write posted before the request: a write following inline bytes in the same round
+ * would reach the replica before them, so a replica could hold a later persist without an
+ * earlier one (writes before inline bytes are fine: they land first, in order). At least one
+ * range. */
 std::size_t replicated_pool::impl::round_end(const client::data_path &lanes,
                                              const std::vector<piece> &batch, std::size_t from)
 {
 	std::size_t used = 0, to = from;
-	std::size_t lo = SIZE_MAX, hi = 0; // extent of the round's inline bytes
+	bool inline_seen = false;
 	for (; to < batch.size() && to - from < ranges_per_drain; ++to) {
 		const auto &r = batch[to].r;
 		const bool inl = lanes.travels_inline(r.length);
 		const std::size_t cost = lanes.batch_cost(r.length);
-		if (to > from && (used + cost > lanes.batch_capacity() ||
-		                  (!inl && r.offset < hi && r.offset + r.length > lo)))
+		if (to > from && (used + cost > lanes.batch_capacity() || (!inl && inline_seen)))
 			break;
 		used += cost;
-		if (inl) {
-			lo = std::min(lo, r.offset);
-			hi = std::max(hi, r.offset + r.length);
-		}
+		inline_seen = inline_seen || inl;
 	}
 	return to;
 }

@@ -6,11 +6,14 @@
 // then resync. Also runs examples 02-05.
 #include "process.hpp"
 #include "replica_fixture.hpp"
+#include "support/child.hpp"
+#include "support/prefix_log.hpp"
 
 #include <rpmem/pool.hpp>
 #include <rpmem/replicated_pool.hpp>
 
 #include <random>
+#include <sys/wait.h>
 #include <thread>
 
 using namespace rpmem::test;
@@ -40,11 +43,13 @@ class replicated_setup
 {
 public:
 	replicated_setup(sshd &server, std::size_t nodes, std::vector<std::string> master_parts,
-	                 bool local_replica, std::string remote_size)
+	                 bool local_replica, std::string remote_size,
+	                 const fs::path &parent = "/tmp")
 	{
-		dir_ = make_temp_dir("/tmp", "rpmem-repl-");
+		dir_ = make_temp_dir(parent, "rpmem-repl-");
 		for (std::size_t i = 0; i < nodes; ++i) {
-			nodes_.push_back(std::make_unique<replica>(server));
+			nodes_.push_back(
+			    std::make_unique<replica>(server, replica_options{.parent = parent}));
 			nodes_.back()->write_poolset("remote.set", {remote_size});
 		}
 		std::string text = "PMEMPOOLSET\n";
@@ -321,6 +326,92 @@ TEST_CASE("replicated_pool asynchronous: replicas get what was persisted, not la
 	CHECK(s.remote_data(0, p.size()).substr(1u << 20, 3u << 20) ==
 	      std::string(big.size(), 'z'));
 	p.close();
+}
+
+TEST_CASE("replicated_pool asynchronous: a writer killed mid-stream leaves each replica a "
+          "prefix of its persists",
+          "[replication][async][kill]")
+{
+	// The writer persists steps of records of mixed sizes (some travel inline, some are
+	// RDMA-written; one persist per record or one for the step), then a commit record per
+	// step, and is SIGKILLed at a random moment. Each replica must then hold a prefix of the
+	// persists: no record beyond the next step, none missing before a later one.
+	namespace pl = prefix_log;
+	sshd server;
+	std::mt19937_64 rng(Catch::rngSeed());
+	const int wanted = 50;
+	int kills = 0, mid_stream = 0, with_records = 0;
+	std::vector<std::string> violations;
+	// Two writers at a time, one per provider, killed at different moments.
+	struct run {
+		std::string provider;
+		std::uint64_t seed;
+		std::unique_ptr<replicated_setup> setup;
+		std::unique_ptr<child> writer;
+	};
+	for (int round = 0; mid_stream < wanted && round < wanted; ++round) {
+		std::vector<run> runs;
+		for (std::string provider : {"tcp", "sockets"}) {
+			run r{provider, rng(), nullptr, nullptr};
+			r.setup = std::make_unique<replicated_setup>(
+			    server, 1, std::vector<std::string>{"24M"}, false, "24M", "/dev/shm");
+			auto o = server.client_options();
+			std::vector<std::string> env = {
+			    "RPMEM_CMD=" + r.setup->node(0).command(),
+			    "RPMEM_SSH_CONFIG=" + o.config_file,
+			    "RPMEM_SSH_KNOWN_HOSTS=" + o.known_hosts_file,
+			    "RPMEM_SSH_IDENTITY=" + o.identity_files.at(0),
+			    "RPMEM_PROVIDER=" + provider,
+			    "PMEM_IS_PMEM_FORCE=1"};
+			r.writer = std::make_unique<child>(
+			    std::vector<std::string>{RPMEM_BINARY_DIR "/bin/rpmem_async_writer",
+			                             r.setup->path(), std::to_string(r.seed),
+			                             std::to_string(1u << 20)},
+			    env, (r.setup->dir() / "writer.err").string());
+			runs.push_back(std::move(r));
+		}
+		for (auto &r : runs) {
+			auto ready = r.writer->read_line(std::chrono::seconds(30));
+			INFO("round " << round << " (" << r.provider << ", seed " << r.seed
+			              << "): writer said " << ready.value_or("nothing")
+			              << "; stderr " << slurp(r.setup->dir() / "writer.err"));
+			REQUIRE(ready == "ready");
+		}
+		for (auto &r : runs) {
+			std::this_thread::sleep_for(std::chrono::milliseconds(2 + rng() % 100));
+			auto full = r.writer->read_line(std::chrono::milliseconds(0));
+			r.writer->kill(SIGKILL);
+			REQUIRE(r.writer->wait(std::chrono::seconds(10)));
+			++kills;
+			if (!full)
+				++mid_stream;
+		}
+		for (auto &r : runs) {
+			// rpmemd sees the connection end and exits; then the part is complete.
+			const auto node_dir = r.setup->node(0).dir().string();
+			for (int i = 0; i < 1000 && find_rpmemd(node_dir) > 0; ++i)
+				std::this_thread::sleep_for(std::chrono::milliseconds(10));
+			REQUIRE(find_rpmemd(node_dir) < 0);
+			const std::string part = slurp(r.setup->node(0).part("remote.set"));
+			REQUIRE(part.size() == 24u << 20);
+			auto v = pl::check(reinterpret_cast<const std::uint8_t *>(part.data()),
+			                   part.size());
+			if (!v.violation.empty())
+				violations.push_back(fmt::format("round {} ({}, seed {}): {}",
+				                                 round, r.provider, r.seed,
+				                                 v.violation));
+			if (v.records > 0)
+				++with_records;
+		}
+	}
+	INFO(kills << " kills, " << mid_stream << " mid-stream, " << with_records
+	           << " with records on the replica");
+	for (const auto &x : violations)
+		UNSCOPED_INFO(x);
+	CHECK(violations.empty());
+	REQUIRE(mid_stream >= wanted);
+	// The kills must find replication under way, not before its first record.
+	CHECK(with_records >= wanted / 2);
 }
 
 TEST_CASE("replicated_pool: a replica's rpmemd killed mid-stream", "[replication][fault]")
