@@ -10,8 +10,9 @@ rpmem_add_catch_test(integration_attack
   LIBS rpmem_client rpmem_test_sshd rpmem_test_fault
   LABELS integration)
 add_dependencies(integration_attack rpmemd)
-# Durability and liveness again under the commit method (FI_COMMIT_COMPLETE writes) and the
-# hardware registration mode (FI_MR_BASIC) on tcp and sockets.
+# Durability and liveness again under the commit method (FI_COMMIT_COMPLETE writes), APM
+# (RDMA write + read) and the hardware registration mode (FI_MR_BASIC) on tcp and sockets.
 rpmem_add_catch_variant(integration_fault commit "[kill],[timeout]")
+rpmem_add_catch_variant(integration_fault apm "[kill]")
 rpmem_add_catch_variant(integration_fault basic "[kill]")
 rpmem_add_catch_variant(integration_fault sockets-basic "[kill]")

@@ -65,8 +65,9 @@ struct replica_options {
 
 /**
  * The suite runs some tests again with RPMEM_TEST_VARIANT set (tests/CMakeLists.txt): "commit"
- * (pools on /dev/shm, forced pmem, rpmemd --persist-commit: the commit method), "basic"
- * (FI_MR_BASIC on both sides) or "sockets-basic" (the same on the sockets provider).
+ * (pools on /dev/shm, forced pmem, rpmemd --persist-commit: the commit method), "apm" (the
+ * same with --persist-apm: RDMA write + read), "basic" (FI_MR_BASIC on both sides) or
+ * "sockets-basic" (the same on the sockets provider).
  */
 inline replica_options with_variant(replica_options o)
 {
@@ -75,6 +76,9 @@ inline replica_options with_variant(replica_options o)
 	if (variant == "commit") {
 		o.parent = "/dev/shm";
 		o.commit = true;
+	} else if (variant == "apm") {
+		o.parent = "/dev/shm";
+		o.apm = true;
 	} else if (variant == "basic") {
 		o.mr = fabric::mr_mode::basic;
 	} else if (variant == "sockets-basic") {
@@ -82,7 +86,7 @@ inline replica_options with_variant(replica_options o)
 		o.mr = fabric::mr_mode::basic;
 	} else if (!variant.empty()) {
 		throw std::runtime_error("RPMEM_TEST_VARIANT=" + variant +
-		                         ": not commit, basic or sockets-basic");
+		                         ": not commit, apm, basic or sockets-basic");
 	}
 	return o;
 }
@@ -96,8 +100,8 @@ inline void check_variant(const std::string &method, const std::string &provider
 	std::string variant = v ? v : "";
 	INFO("RPMEM_TEST_VARIANT=" << variant << ": method " << method << ", provider " << provider
 	                           << ", mr_mode " << mr_mode);
-	if (variant == "commit")
-		CHECK(method == "commit");
+	if (variant == "commit" || variant == "apm")
+		CHECK(method == variant);
 	if (variant == "basic" || variant == "sockets-basic")
 		CHECK(mr_mode == (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY));
 	if (variant == "sockets-basic")
