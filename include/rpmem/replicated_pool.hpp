@@ -30,6 +30,9 @@
 //
 // Thread safety: persist/flush+drain/barrier may be called from several threads (remote
 // fan-outs are serialized); create/open/close/resync are not concurrent with anything.
+//
+// Handles: every call on a closed pool throws rpmem::error (EINVAL) except replicas(), lag()
+// and close(); every call on a moved-from replicated_pool throws rpmem::error (EINVAL).
 #pragma once
 
 #include "rpmem/error.hpp"
@@ -93,7 +96,12 @@ public:
 		std::function<connect_options(std::size_t replica, const std::string &target,
 		                              const std::string &poolset)>
 		    remote_for;
-		/** Called (from the thread that saw the failure) when a replica is lost. */
+		/** Called when a replica is lost, from the thread that saw it, with no lock of the
+		 * pool held: it may call the pool (replicas(), lag(); persist in synchronous mode).
+		 * In asynchronous mode it runs on the replication thread, which replicates nothing
+		 * meanwhile: it must not wait for replication (barrier(), close(), or a persist
+		 * the lag bound would hold). The status's error says why and that resync(index)
+		 * brings the replica back. */
 		std::function<void(const replica_status &)> on_replica_lost;
 		/** Header identity written by create() and required by open(). */
 		std::array<char, 8> signature{'R', 'P', 'M', 'E', 'M', 'R', 'P', '\0'};

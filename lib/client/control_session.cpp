@@ -276,10 +276,8 @@ void control_session::keepalive_loop(std::chrono::milliseconds interval)
 			{
 				std::lock_guard fl(failure_mutex_);
 				failure_.emplace(
-				    err,
-				    fmt::format("{} (noticed by the keep-alive ping; the pool is "
-				                "unusable: close it and open it again)",
-				                e.message()));
+				    err, fmt::format("{} (noticed by the keep-alive ping; {})",
+				                     e.message(), reopen_advice));
 			}
 			failed_.store(true, std::memory_order_release);
 			return;

@@ -20,6 +20,9 @@
 namespace rpmem::client
 {
 
+/** The advice a failure noticed by the keep-alive carries (replicated_pool gives its own). */
+inline constexpr const char *reopen_advice = "the pool is unusable: close it and open it again";
+
 class control_session
 {
 public:

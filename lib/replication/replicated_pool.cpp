@@ -4,6 +4,7 @@
 // asynchronous mode and resync.
 #include "rpmem/replicated_pool.hpp"
 
+#include "client/control_session.hpp"
 #include "client/env.hpp"
 #include "client/remote_pool.hpp"
 #include "poolset/poolset.hpp"
@@ -205,7 +206,14 @@ struct replicated_pool::impl {
 	/** Runs op on every remote replica in sync, all at once; applies the failure policy. */
 	void remote_all(const char *what, const std::function<void(remote_replica &)> &post,
 	                const std::function<void(remote_replica &)> &complete);
+	/** Marks a replica lost; on_replica_lost hears of it from notify_lost(). */
 	void mark_lost(std::size_t index, const std::string &why, bool remote);
+	/** Calls on_replica_lost for every replica lost since the last call. Called with no lock
+	 * held, so the callback may call the pool (see on_replica_lost). */
+	void notify_lost();
+	/** Runs f under remote_mu, then notify_lost(), then rethrows what f threw. */
+	template <class F> void with_remotes(F &&f);
+	std::vector<replica_status> lost_unreported; // under state_mu
 	[[noreturn]] void fail_lost(const char *what, std::size_t index, int err,
 	                            const std::string &why) const;
 	void check_not_lost(const char *what) const;
@@ -268,6 +276,32 @@ void for_each_parallel(std::size_t n, const std::function<void(std::size_t)> &fn
 		});
 	for (auto &th : t)
 		th.join();
+}
+
+} // namespace
+
+namespace
+{
+
+/** The state of a pool handle; a moved-from handle has none and every call on it throws. */
+replicated_pool::impl &live(replicated_pool::impl *p, const char *what)
+{
+	if (!p)
+		throw rpmem::error(EINVAL,
+		                   fmt::format("replicated_pool::{}: this replicated_pool "
+		                               "was moved from: use the one it was moved to",
+		                               what));
+	return *p;
+}
+
+/** live(), and the pool not closed. */
+replicated_pool::impl &open_pool(replicated_pool::impl *p, const char *what)
+{
+	auto &d = live(p, what);
+	if (d.closed)
+		throw rpmem::error(EINVAL,
+		                   fmt::format("replicated_pool::{}: the pool is closed", what));
+	return d;
 }
 
 } // namespace
@@ -542,6 +576,7 @@ replicated_pool replicated_pool::open(const std::string &poolset_path, const opt
 	}
 	if (opts.replication == mode::asynchronous)
 		p->start_async();
+	p->notify_lost();
 	return replicated_pool(std::move(p));
 }
 
@@ -550,27 +585,59 @@ replicated_pool replicated_pool::open(const std::string &poolset_path, const opt
 
 void replicated_pool::impl::mark_lost(std::size_t index, const std::string &why, bool remote)
 {
-	replica_status st;
+	// The lower layer's advice (close the pool and open it again) is not this pool's remedy.
+	std::string reason = why;
+	const std::string remedy = fmt::format("resync({}) brings it back", index);
+	if (auto at = reason.find(client::reopen_advice); at != std::string::npos)
+		reason.replace(at, std::strlen(client::reopen_advice),
+		               "the replica is unusable: " + remedy);
+	else
+		reason += " (" + remedy + ")";
+	std::lock_guard g(state_mu);
+	if (remote) {
+		for (auto &r : remotes)
+			if (r.index == index) {
+				r.lost = true;
+				r.error = reason;
+				lost_unreported.push_back({index, true, where(r), false, reason});
+			}
+	} else {
+		for (auto &l : locals)
+			if (l.index == index) {
+				l.lost = true;
+				l.error = reason;
+				lost_unreported.push_back(
+				    {index, false, l.map->path(0), false, reason});
+			}
+	}
+}
+
+void replicated_pool::impl::notify_lost()
+{
+	std::vector<replica_status> lost;
 	{
 		std::lock_guard g(state_mu);
-		if (remote) {
-			for (auto &r : remotes)
-				if (r.index == index) {
-					r.lost = true;
-					r.error = why;
-					st = {index, true, where(r), false, why};
-				}
-		} else {
-			for (auto &l : locals)
-				if (l.index == index) {
-					l.lost = true;
-					l.error = why;
-					st = {index, false, l.map->path(0), false, why};
-				}
-		}
+		lost.swap(lost_unreported);
 	}
 	if (opts.on_replica_lost)
-		opts.on_replica_lost(st);
+		for (const auto &st : lost)
+			opts.on_replica_lost(st);
+}
+
+template <class F> void replicated_pool::impl::with_remotes(F &&f)
+{
+	std::exception_ptr err;
+	{
+		std::lock_guard g(remote_mu);
+		try {
+			f();
+		} catch (...) {
+			err = std::current_exception();
+		}
+	}
+	notify_lost();
+	if (err)
+		std::rethrow_exception(err);
 }
 
 void replicated_pool::impl::fail_lost(const char *what, std::size_t index, int err,
@@ -650,9 +717,6 @@ void replicated_pool::impl::remote_all(const char *what,
 
 void replicated_pool::impl::check_range(const char *what, std::size_t off, std::size_t len) const
 {
-	if (closed)
-		throw rpmem::error(EINVAL,
-		                   fmt::format("replicated_pool::{}: the pool is closed", what));
 	const std::size_t size = master->size();
 	if (off < data_offset() || off > size || len > size - off)
 		throw rpmem::error(
@@ -664,32 +728,35 @@ void replicated_pool::impl::check_range(const char *what, std::size_t off, std::
 
 std::byte *replicated_pool::addr() const
 {
-	return impl_->master->base();
+	return open_pool(impl_.get(), "addr").master->base();
 }
 
 std::size_t replicated_pool::size() const
 {
-	return impl_->master->size();
+	return open_pool(impl_.get(), "size").master->size();
 }
 
 std::span<std::byte> replicated_pool::data() const
 {
-	return {addr() + data_offset(), size() - data_offset()};
+	auto &d = open_pool(impl_.get(), "data");
+	return {d.master->base() + data_offset(), d.master->size() - data_offset()};
 }
 
 void replicated_pool::persist(std::span<const std::byte> range)
 {
-	persist(static_cast<std::size_t>(range.data() - addr()), range.size());
+	auto base = open_pool(impl_.get(), "persist").master->base();
+	persist(static_cast<std::size_t>(range.data() - base), range.size());
 }
 
 void replicated_pool::flush(std::span<const std::byte> range)
 {
-	flush(static_cast<std::size_t>(range.data() - addr()), range.size());
+	auto base = open_pool(impl_.get(), "flush").master->base();
+	flush(static_cast<std::size_t>(range.data() - base), range.size());
 }
 
 void replicated_pool::persist(std::size_t offset, std::size_t length)
 {
-	auto &d = *impl_;
+	auto &d = open_pool(impl_.get(), "persist");
 	d.check_range("persist", offset, length);
 	if (length == 0)
 		return;
@@ -701,19 +768,20 @@ void replicated_pool::persist(std::size_t offset, std::size_t length)
 		d.enqueue({offset, length});
 		return;
 	}
-	std::lock_guard g(d.remote_mu);
 	// The replicas still in sync get the range even when the call is going to fail because
 	// one is lost: then resync() of the lost one is all it takes to be whole again.
-	d.remote_all(
-	    "replicated_pool::persist",
-	    [&](remote_replica &r) { r.rp->persist_post(offset, length, 0); },
-	    [](remote_replica &r) { r.rp->complete(0); });
-	d.check_not_lost("replicated_pool::persist");
+	d.with_remotes([&] {
+		d.remote_all(
+		    "replicated_pool::persist",
+		    [&](remote_replica &r) { r.rp->persist_post(offset, length, 0); },
+		    [](remote_replica &r) { r.rp->complete(0); });
+		d.check_not_lost("replicated_pool::persist");
+	});
 }
 
 void replicated_pool::flush(std::size_t offset, std::size_t length)
 {
-	auto &d = *impl_;
+	auto &d = open_pool(impl_.get(), "flush");
 	d.check_range("flush", offset, length);
 	if (length == 0)
 		return;
@@ -741,9 +809,7 @@ void replicated_pool::flush(std::size_t offset, std::size_t length)
 
 void replicated_pool::drain()
 {
-	auto &d = *impl_;
-	if (d.closed)
-		throw rpmem::error(EINVAL, "replicated_pool::drain: the pool is closed");
+	auto &d = open_pool(impl_.get(), "drain");
 	d.master->drain();
 	for (auto &l : d.locals)
 		if (!l.lost)
@@ -758,11 +824,12 @@ void replicated_pool::drain()
 			d.enqueue(r);
 		return;
 	}
-	std::lock_guard g(d.remote_mu);
-	d.remote_all(
-	    "replicated_pool::drain", [](remote_replica &r) { r.rp->drain_post(0); },
-	    [](remote_replica &r) { r.rp->complete(0); });
-	d.check_not_lost("replicated_pool::drain");
+	d.with_remotes([&] {
+		d.remote_all(
+		    "replicated_pool::drain", [](remote_replica &r) { r.rp->drain_post(0); },
+		    [](remote_replica &r) { r.rp->complete(0); });
+		d.check_not_lost("replicated_pool::drain");
+	});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -918,6 +985,7 @@ void replicated_pool::impl::replicate_loop()
 				err = std::current_exception();
 			}
 		}
+		notify_lost();
 		{
 			std::lock_guard lk(q_mu);
 			for (std::size_t i = 0; i < n; ++i) {
@@ -945,20 +1013,17 @@ void replicated_pool::impl::wait_barrier()
 
 void replicated_pool::barrier()
 {
-	auto &d = *impl_;
-	if (d.closed)
-		throw rpmem::error(EINVAL, "replicated_pool::barrier: the pool is closed");
+	auto &d = open_pool(impl_.get(), "barrier");
 	if (d.opts.replication == mode::asynchronous) {
 		d.wait_barrier();
 		return;
 	}
-	std::lock_guard g(d.remote_mu);
-	d.check_not_lost("replicated_pool::barrier");
+	d.with_remotes([&] { d.check_not_lost("replicated_pool::barrier"); });
 }
 
 replicated_pool::lag_info replicated_pool::lag() const
 {
-	auto &d = *impl_;
+	auto &d = live(impl_.get(), "lag");
 	std::lock_guard g(d.q_mu);
 	lag_info l;
 	l.bytes = d.lag_bytes;
@@ -973,7 +1038,7 @@ replicated_pool::lag_info replicated_pool::lag() const
 
 std::vector<replicated_pool::replica_status> replicated_pool::replicas() const
 {
-	auto &d = *impl_;
+	auto &d = live(impl_.get(), "replicas");
 	std::vector<replica_status> out(d.ps.replicas.size());
 	out[0] = {0, false, d.ps.replicas[0].parts[0].path, true, {}};
 	std::lock_guard g(d.state_mu);
@@ -988,9 +1053,7 @@ std::vector<replicated_pool::replica_status> replicated_pool::replicas() const
 void replicated_pool::resync(std::size_t index,
                              const std::function<void(std::size_t, std::size_t)> &progress)
 {
-	auto &d = *impl_;
-	if (d.closed)
-		throw rpmem::error(EINVAL, "replicated_pool::resync: the pool is closed");
+	auto &d = open_pool(impl_.get(), "resync");
 	if (index == 0 || index >= d.ps.replicas.size())
 		throw rpmem::error(EINVAL,
 		                   fmt::format("replicated_pool::resync: no replica {}: give "
@@ -1107,7 +1170,8 @@ void replicated_pool::impl::close_all()
 		}
 		r.rp.reset();
 	}
-	locals.clear();
+	for (auto &l : locals)
+		l.map.reset(); // their status stays for replicas()
 	master.reset();
 	if (first)
 		std::rethrow_exception(first);
@@ -1115,7 +1179,7 @@ void replicated_pool::impl::close_all()
 
 void replicated_pool::close()
 {
-	auto &d = *impl_;
+	auto &d = live(impl_.get(), "close");
 	if (d.closed)
 		return;
 	std::exception_ptr barrier_err;

@@ -491,6 +491,106 @@ TEST_CASE("replicated_pool: a replica's rpmemd killed mid-stream", "[replication
 	}
 }
 
+namespace
+{
+
+/** Runs f and checks it throws rpmem::error with EINVAL and `words` in its message. */
+template <class F> void require_einval(F &&f, const std::string &words)
+{
+	try {
+		f();
+		FAIL("no exception; expected EINVAL with '" << words << "'");
+	} catch (const rpmem::error &e) {
+		INFO(e.what());
+		CHECK(e.errnum() == EINVAL);
+		CHECK(e.message().find(words) != std::string::npos);
+	}
+}
+
+} // namespace
+
+TEST_CASE("replicated_pool: calls on a closed or a moved-from pool throw EINVAL", "[replication]")
+{
+	sshd server;
+	replicated_setup s(server, 1, {"8M"}, true, "8M");
+	auto p = replicated_pool::create(s.path(), s.options());
+	scribble(p, 11, 5);
+	const auto size = p.size();
+
+	auto q = std::move(p);
+	const std::string moved = "was moved from";
+	require_einval([&] { (void)p.size(); }, moved);
+	require_einval([&] { (void)p.addr(); }, moved);
+	require_einval([&] { (void)p.data(); }, moved);
+	require_einval([&] { p.persist(K4, 8); }, moved);
+	require_einval([&] { p.flush(K4, 8); }, moved);
+	require_einval([&] { p.drain(); }, moved);
+	require_einval([&] { p.barrier(); }, moved);
+	require_einval([&] { (void)p.lag(); }, moved);
+	require_einval([&] { (void)p.replicas(); }, moved);
+	require_einval([&] { p.resync(1); }, moved);
+	require_einval([&] { p.close(); }, moved);
+
+	CHECK(q.size() == size); // the handle it moved to works
+	scribble(q, 12, 5);
+	q.close();
+	const std::string closed = "the pool is closed";
+	require_einval([&] { (void)q.size(); }, closed);
+	require_einval([&] { (void)q.addr(); }, closed);
+	require_einval([&] { (void)q.data(); }, closed);
+	require_einval([&] { q.persist(K4, 8); }, closed);
+	require_einval([&] { q.flush(K4, 8); }, closed);
+	require_einval([&] { q.drain(); }, closed);
+	require_einval([&] { q.barrier(); }, closed);
+	require_einval([&] { q.resync(1); }, closed);
+	// What a closed pool can still tell.
+	auto st = q.replicas();
+	REQUIRE(st.size() == 3);
+	CHECK(st[1].index == 1);
+	CHECK(st[1].where == s.local_part().string());
+	CHECK(st[2].remote);
+	CHECK(q.lag().bytes == 0);
+	q.close(); // again: nothing to do
+}
+
+TEST_CASE("replicated_pool: on_replica_lost may call the pool; the lost replica's status names "
+          "resync",
+          "[replication][fault]")
+{
+	sshd server;
+	replicated_setup s(server, 2, {"8M"}, false, "8M");
+	replicated_pool *pool = nullptr;
+	std::vector<replicated_pool::replica_status> lost;
+	replicated_pool::options o;
+	o.on_failure = replicated_pool::failure_policy::degrade;
+	// Persisting from the callback deadlocked when it ran under the fan-out's lock.
+	o.on_replica_lost = [&](const replicated_pool::replica_status &st) {
+		lost.push_back(st);
+		auto r = pool->data().subspan(64 * K4, K4);
+		std::memset(r.data(), 'c', r.size());
+		pool->persist(r);
+		CHECK(!pool->replicas()[st.index].in_sync);
+	};
+	auto p = replicated_pool::create(s.path(), s.options(o));
+	pool = &p;
+	scribble(p, 13, 10);
+	REQUIRE(run_kill_rpmemd(s.node(0).dir().string()));
+	for (int i = 0; i < 50 && lost.empty(); ++i)
+		scribble(p, 14 + i, 1);
+	REQUIRE(lost.size() == 1);
+	CHECK(lost[0].index == 1);
+	INFO(lost[0].error);
+	CHECK(lost[0].error.find("resync(1)") != std::string::npos);
+	CHECK(lost[0].error.find("close it and open it again") == std::string::npos);
+	CHECK(p.replicas()[1].error == lost[0].error);
+	p.resync(1);
+	scribble(p, 99, 10);
+	auto expect = master_data(p);
+	p.close();
+	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (resynced)");
+	require_equal(expect, s.remote_data(1, expect.size() + K4), "replica 2");
+}
+
 TEST_CASE("replicated_pool opens a pool set whose remote replica is missing in degraded mode",
           "[replication][fault]")
 {
