@@ -258,15 +258,21 @@ TEST_CASE("rpmemd killed mid-stream: every call fails within 2 s, acknowledged d
 			running_guard counted{running};
 			std::mt19937_64 rng(7 + t);
 			std::size_t off = hdr + t * slice; // append-only: acks never overwritten
+			// A thread whose slice is full (a loaded machine may run one thread far
+			// ahead of the others) persists the slice's last 4 KiB, never acknowledged,
+			// until the kill: every thread must see it.
+			const std::size_t tail = hdr + (t + 1) * slice - 4096;
 			for (unsigned i = 0;; ++i) {
 				std::size_t len = 1 + rng() % (i % 3 == 0 ? 60000 : 3000);
-				if (off + len > hdr + (t + 1) * slice)
-					break;
+				const bool full = off + len > tail;
+				const std::size_t at = full ? tail : off;
+				if (full)
+					len = 64;
 				for (std::size_t k = 0; k < len; ++k)
-					local.data()[off + k] = static_cast<std::uint8_t>(rng());
+					local.data()[at + k] = static_cast<std::uint8_t>(rng());
 				unsigned lane = (t + threads * (i % 2)) % nlanes;
 				try {
-					pool->persist(off, len, lane, 0);
+					pool->persist(at, len, lane, 0);
 				} catch (const rpmem::error &e) {
 					auto k = killed_at.load();
 					detect_ms[t] =
@@ -279,6 +285,8 @@ TEST_CASE("rpmemd killed mid-stream: every call fails within 2 s, acknowledged d
 					later_ms[t] = ms_since(t1);
 					return;
 				}
+				if (full)
+					continue;
 				{
 					std::lock_guard lock(m);
 					acks.push_back({off, len, fnv1a(local.data() + off, len)});
