@@ -23,6 +23,10 @@
 // the data is durable on the master and the local replicas and copied aside; a background
 // thread replicates the copies in persist order with a bounded lag, so a replica always holds
 // a prefix of the master's persists; barrier() waits for everything persisted before it.
+// While a replica is written asynchronously its pool header is marked "possibly behind"
+// (a compat feature bit); a clean close() or a completed resync() clears the mark. If the
+// writer dies first, open() refuses the replica (ESTALE; degrade: lost until resync()) and
+// `rpmem promote` refuses it without --force.
 //
 // Failures: by default a lost replica fails the call (rpmem::error) and every later one until
 // resync(); with failure_policy::degrade the pool keeps going on the remaining replicas,
@@ -114,7 +118,9 @@ public:
 	static replicated_pool create(const std::string &poolset_path);
 	/** Maps the master, checks every replica's headers (signature, major, pool set UUID),
 	 * connects the remote replicas. Replicas are not compared: call resync() if one is
-	 * known to be behind. */
+	 * known to be behind. A remote replica still marked possibly behind (see Asynchronous
+	 * mode above) is refused with ESTALE, or under failure_policy::degrade reported lost
+	 * until resync(). */
 	static replicated_pool open(const std::string &poolset_path, const options &opts);
 	static replicated_pool open(const std::string &poolset_path);
 

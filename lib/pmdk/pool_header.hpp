@@ -30,6 +30,11 @@ inline constexpr std::uint32_t feat_compat_check_bad_blocks = 0x1;
 inline constexpr std::uint32_t feat_incompat_singlehdr = 0x1; // header only in part 0
 inline constexpr std::uint32_t feat_incompat_cksum_2k = 0x2;  // checksum covers the first 2 KiB
 inline constexpr std::uint32_t feat_incompat_sds = 0x4;       // shutdown state is kept
+/** rpmem's own compat bit, set on a replica while a replicated_pool writes it asynchronously and
+ * cleared by a clean close or a completed resync: a replica that still carries it after its
+ * writer ended may lack the master's last persists (up to the lag bound). A compat bit: PMDK
+ * tools that do not know it still open the pool. */
+inline constexpr std::uint32_t feat_compat_rpmem_behind = 0x40000000;
 
 /** Identifies the architecture that created a pool (ELF-like values; rpmem's user_flags). */
 struct arch_flags {

@@ -20,6 +20,7 @@ using pmdk::uuid;
 using pmdk::uuid_string;
 inline constexpr std::uint32_t feat_incompat_singlehdr = pmdk::feat_incompat_singlehdr;
 inline constexpr std::uint32_t feat_incompat_cksum_2k = pmdk::feat_incompat_cksum_2k;
+inline constexpr std::uint32_t feat_compat_behind = pmdk::feat_compat_rpmem_behind;
 
 struct header_fields {
 	std::array<char, 8> signature{};

@@ -187,6 +187,7 @@ struct replicated_pool::impl {
 	std::vector<range> flushed; // asynchronous flush() ranges waiting for drain()
 	std::thread replicator;
 
+	bool asynchronous() const { return opts.replication == mode::asynchronous; }
 	void check_range(const char *what, std::size_t off, std::size_t len) const;
 	void start_async();
 	void stop_async();
@@ -222,6 +223,8 @@ struct replicated_pool::impl {
 		return fmt::format("{}:{}", r.target, r.descriptor);
 	}
 	void close_all();
+	/** After the last barrier: every remote replica in sync holds everything. */
+	void clear_behind_marks();
 };
 
 namespace
@@ -257,6 +260,16 @@ client::pool_options remote_options(const replicated_pool::options &o, std::size
 	if (out.command.empty())
 		out.command = client::next_command();
 	return out;
+}
+
+/** attr with the "possibly behind" mark set or cleared (feat_compat_behind). */
+control::pool_attr marked_behind(control::pool_attr a, bool behind)
+{
+	if (behind)
+		a.compat_features |= feat_compat_behind;
+	else
+		a.compat_features &= ~feat_compat_behind;
+	return a;
 }
 
 /** Starts fn(i) for every i on its own thread (connecting replicas costs an SSH handshake
@@ -432,9 +445,12 @@ replicated_pool replicated_pool::create(const std::string &poolset_path, const o
 		    [&](std::size_t i) {
 			    auto &rr = p->remotes[i];
 			    unsigned lanes = 1;
+			    // Written asynchronously, a replica is marked possibly behind
+			    // until a clean close.
+			    const auto attr = marked_behind(rr.attr, p->asynchronous());
 			    rr.rp = client::remote_pool::create(rr.target, rr.descriptor,
 			                                        p->master->base(), size, &lanes,
-			                                        &rr.attr, rr.conn);
+			                                        &attr, rr.conn);
 		    },
 		    errors);
 		for (std::size_t i = 0; i < errors.size(); ++i) {
@@ -552,7 +568,17 @@ replicated_pool replicated_pool::open(const std::string &poolset_path, const opt
 		    h.incompat = a.incompat_features;
 		    h.poolset = a.poolset_uuid;
 		    check(h, "remote replica " + p->where(rr));
+		    if (a.compat_features & feat_compat_behind)
+			    throw rpmem::error(
+			        ESTALE, "it may be behind the master: it was written "
+			                "asynchronously and its writer did not close the pool "
+			                "cleanly, so it can lack the master's last persists "
+			                "(its pool header is marked so)");
 		    rr.attr = a;
+		    if (p->asynchronous()) {
+			    const auto behind = marked_behind(a, true);
+			    rr.rp->set_attr(&behind);
+		    }
 	    },
 	    errors);
 	for (std::size_t i = 0; i < errors.size(); ++i) {
@@ -1102,7 +1128,7 @@ void replicated_pool::resync(std::size_t index,
 			                   "it holds another pool set (its pool set UUID "
 			                   "differs): remove it so resync can re-create it");
 		if (r.attr.is_zero())
-			r.attr = a;
+			r.attr = marked_behind(a, false);
 	} catch (const rpmem::error &open_err) {
 		if (r.rp) {
 			r.rp.reset();
@@ -1120,8 +1146,10 @@ void replicated_pool::resync(std::size_t index,
 		}
 		try {
 			lanes = 1;
+			// Marked behind until the copy is complete.
+			const auto attr = marked_behind(r.attr, true);
 			r.rp = client::remote_pool::create(r.target, r.descriptor, d.master->base(),
-			                                   size, &lanes, &r.attr, r.conn);
+			                                   size, &lanes, &attr, r.conn);
 		} catch (const rpmem::error &create_err) {
 			throw rpmem::error(
 			    create_err.errnum(),
@@ -1130,6 +1158,9 @@ void replicated_pool::resync(std::size_t index,
 		}
 	}
 	try {
+		// Marked behind while the copy runs: an interrupted resync leaves it so.
+		const auto copying = marked_behind(r.attr, true);
+		r.rp->set_attr(&copying);
 		for (std::size_t off = data_offset(); off < size; off += resync_chunk) {
 			std::size_t n = std::min(resync_chunk, size - off);
 			r.rp->flush(off, n, 0, client::flush_relaxed);
@@ -1137,6 +1168,9 @@ void replicated_pool::resync(std::size_t index,
 			if (progress)
 				progress(off + n - data_offset(), total);
 		}
+		// Whole now; asynchronous replication keeps the mark until a clean close.
+		const auto done = marked_behind(r.attr, d.asynchronous());
+		r.rp->set_attr(&done);
 	} catch (const rpmem::error &e) {
 		throw rpmem::error(e.errnum(), fmt::format("{}: copying the master failed: {}: "
 		                                           "call resync({}) again",
@@ -1152,6 +1186,22 @@ void replicated_pool::resync(std::size_t index,
 	}
 	std::lock_guard q(d.q_mu);
 	d.async_error = nullptr; // every replica is back: asynchronous replication goes on
+}
+
+void replicated_pool::impl::clear_behind_marks()
+{
+	// A replica whose mark stays (lost, or this fails) is reported behind by the next open.
+	for (auto &r : remotes) {
+		if (r.lost || !r.rp)
+			continue;
+		try {
+			const auto clean = marked_behind(r.attr, false);
+			r.rp->set_attr(&clean);
+		} catch (const rpmem::error &e) {
+			mark_lost(r.index, e.message(), true);
+		}
+	}
+	notify_lost();
 }
 
 void replicated_pool::impl::close_all()
@@ -1190,6 +1240,8 @@ void replicated_pool::close()
 			barrier_err = std::current_exception();
 		}
 		d.stop_async();
+		if (!barrier_err)
+			d.clear_behind_marks();
 	}
 	d.close_all();
 	if (barrier_err)

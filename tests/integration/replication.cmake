@@ -11,4 +11,4 @@ add_executable(rpmem_async_writer ${PROJECT_SOURCE_DIR}/tests/support/async_writ
 target_include_directories(rpmem_async_writer PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 target_link_libraries(rpmem_async_writer PRIVATE rpmem_cpp fmt::fmt)
 target_link_libraries(integration_replication PRIVATE rpmem_test_fault)
-add_dependencies(integration_replication rpmem_async_writer)
+add_dependencies(integration_replication rpmem_async_writer rpmem-tool)

@@ -12,6 +12,7 @@
 #include <rpmem/pool.hpp>
 #include <rpmem/replicated_pool.hpp>
 
+#include <cerrno>
 #include <random>
 #include <sys/wait.h>
 #include <thread>
@@ -328,6 +329,37 @@ TEST_CASE("replicated_pool asynchronous: replicas get what was persisted, not la
 	p.close();
 }
 
+namespace
+{
+
+/** rpmem_async_writer creating s's pool set over `provider` (see tests/support/async_writer). */
+std::unique_ptr<child> start_writer(sshd &server, replicated_setup &s, const std::string &provider,
+                                    std::uint64_t seed)
+{
+	auto o = server.client_options();
+	std::vector<std::string> env = {"RPMEM_CMD=" + s.node(0).command(),
+	                                "RPMEM_SSH_CONFIG=" + o.config_file,
+	                                "RPMEM_SSH_KNOWN_HOSTS=" + o.known_hosts_file,
+	                                "RPMEM_SSH_IDENTITY=" + o.identity_files.at(0),
+	                                "RPMEM_PROVIDER=" + provider,
+	                                "PMEM_IS_PMEM_FORCE=1"};
+	return std::make_unique<child>(
+	    std::vector<std::string>{RPMEM_BINARY_DIR "/bin/rpmem_async_writer", s.path(),
+	                             std::to_string(seed), std::to_string(1u << 20)},
+	    env, (s.dir() / "writer.err").string());
+}
+
+/** Waits (bounded) until the rpmemd serving `node` has exited. */
+void require_rpmemd_gone(replica &node)
+{
+	const auto dir = node.dir().string();
+	for (int i = 0; i < 1000 && find_rpmemd(dir) > 0; ++i)
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	REQUIRE(find_rpmemd(dir) < 0);
+}
+
+} // namespace
+
 TEST_CASE("replicated_pool asynchronous: a writer killed mid-stream leaves each replica a "
           "prefix of its persists",
           "[replication][async][kill]")
@@ -355,19 +387,7 @@ TEST_CASE("replicated_pool asynchronous: a writer killed mid-stream leaves each 
 			run r{provider, rng(), nullptr, nullptr};
 			r.setup = std::make_unique<replicated_setup>(
 			    server, 1, std::vector<std::string>{"24M"}, false, "24M", "/dev/shm");
-			auto o = server.client_options();
-			std::vector<std::string> env = {
-			    "RPMEM_CMD=" + r.setup->node(0).command(),
-			    "RPMEM_SSH_CONFIG=" + o.config_file,
-			    "RPMEM_SSH_KNOWN_HOSTS=" + o.known_hosts_file,
-			    "RPMEM_SSH_IDENTITY=" + o.identity_files.at(0),
-			    "RPMEM_PROVIDER=" + provider,
-			    "PMEM_IS_PMEM_FORCE=1"};
-			r.writer = std::make_unique<child>(
-			    std::vector<std::string>{RPMEM_BINARY_DIR "/bin/rpmem_async_writer",
-			                             r.setup->path(), std::to_string(r.seed),
-			                             std::to_string(1u << 20)},
-			    env, (r.setup->dir() / "writer.err").string());
+			r.writer = start_writer(server, *r.setup, provider, r.seed);
 			runs.push_back(std::move(r));
 		}
 		for (auto &r : runs) {
@@ -388,10 +408,7 @@ TEST_CASE("replicated_pool asynchronous: a writer killed mid-stream leaves each 
 		}
 		for (auto &r : runs) {
 			// rpmemd sees the connection end and exits; then the part is complete.
-			const auto node_dir = r.setup->node(0).dir().string();
-			for (int i = 0; i < 1000 && find_rpmemd(node_dir) > 0; ++i)
-				std::this_thread::sleep_for(std::chrono::milliseconds(10));
-			REQUIRE(find_rpmemd(node_dir) < 0);
+			require_rpmemd_gone(r.setup->node(0));
 			const std::string part = slurp(r.setup->node(0).part("remote.set"));
 			REQUIRE(part.size() == 24u << 20);
 			auto v = pl::check(reinterpret_cast<const std::uint8_t *>(part.data()),
@@ -412,6 +429,69 @@ TEST_CASE("replicated_pool asynchronous: a writer killed mid-stream leaves each 
 	REQUIRE(mid_stream >= wanted);
 	// The kills must find replication under way, not before its first record.
 	CHECK(with_records >= wanted / 2);
+}
+
+TEST_CASE("replicated_pool asynchronous: a killed writer leaves its replica marked possibly "
+          "behind until a resync",
+          "[replication][async][kill]")
+{
+	// Open reported such a replica in sync, and promote made it the master without a word.
+	sshd server;
+	replicated_setup s(server, 1, {"24M"}, false, "24M", "/dev/shm");
+	const std::string remote_set = (s.node(0).dir() / "remote.set").string();
+	const std::string tool = RPMEM_BINARY_DIR "/bin/rpmem";
+	{
+		auto writer = start_writer(server, s, "tcp", 17);
+		REQUIRE(writer->read_line(std::chrono::seconds(30)) == "ready");
+		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+		writer->kill(SIGKILL);
+		REQUIRE(writer->wait(std::chrono::seconds(10)));
+		require_rpmemd_gone(s.node(0));
+	}
+	// Open refuses it under the default policy, saying why and what to do.
+	try {
+		replicated_pool::open(s.path(), s.options());
+		FAIL("open accepted a replica marked possibly behind");
+	} catch (const rpmem::error &e) {
+		INFO(e.what());
+		CHECK(e.errnum() == ESTALE);
+		CHECK(e.message().find("may be behind the master") != std::string::npos);
+		CHECK(e.message().find("resync(1)") != std::string::npos);
+	}
+	// promote refuses it without --force.
+	auto promote = run(tool + " promote --dry-run " + remote_set);
+	INFO(promote.output);
+	CHECK(promote.status != 0);
+	CHECK(promote.output.find("may be behind its master") != std::string::npos);
+	CHECK(promote.output.find("--force") != std::string::npos);
+
+	replicated_pool::options degrade;
+	degrade.on_failure = replicated_pool::failure_policy::degrade;
+	{
+		auto p = replicated_pool::open(s.path(), s.options(degrade));
+		auto st = p.replicas();
+		CHECK(!st[1].in_sync);
+		CHECK(st[1].error.find("may be behind") != std::string::npos);
+		p.resync(1);
+		CHECK(p.replicas()[1].in_sync);
+		p.close();
+	}
+	// Resynced: open takes it; an asynchronous session closed cleanly leaves it unmarked.
+	replicated_pool::options async;
+	async.replication = replicated_pool::mode::asynchronous;
+	{
+		auto p = replicated_pool::open(s.path(), s.options(async));
+		scribble(p, 21, 30);
+		p.close();
+	}
+	auto p = replicated_pool::open(s.path(), s.options());
+	CHECK(p.replicas()[1].in_sync);
+	auto expect = master_data(p);
+	p.close();
+	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica after resync");
+	auto again = run(tool + " promote --dry-run " + remote_set);
+	INFO(again.output);
+	CHECK(again.status == 0);
 }
 
 TEST_CASE("replicated_pool: a replica's rpmemd killed mid-stream", "[replication][fault]")

@@ -113,8 +113,9 @@ int main(int argc, char **argv)
 	                    "promoted pool");
 	promote->add_flag("-n,--dry-run", pa.dry_run, "check the headers, write nothing");
 	promote->add_flag("-f,--force", pa.force,
-	                  "rewrite the links even if they already "
-	                  "point at the replica itself");
+	                  "promote a replica marked possibly behind its master (an "
+	                  "asynchronous writer did not close cleanly), and rewrite the "
+	                  "links even if they already point at the replica itself");
 
 	std::vector<std::string> bench_args;
 	auto *bench = app.add_subcommand("bench", "run rpmem-bench (all arguments are its own)");

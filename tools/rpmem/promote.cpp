@@ -4,7 +4,9 @@
 // replica UUIDs name the lost master); libpmemobj refuses such a pool as a single-replica pool
 // set. Promotion checks every part header (checksum, part links, shared fields), then points
 // both replica links of every header at the replica's own part 0 UUID and reseals the
-// checksum, durably, part by part. The data is not touched.
+// checksum, durably, part by part. The data is not touched. A replica marked possibly behind
+// (feat_compat_rpmem_behind: its asynchronous writer did not close cleanly) is promoted only
+// with --force.
 #include "master.hpp"
 #include "tool.hpp"
 
@@ -102,6 +104,18 @@ int cmd_promote(const promote_args &a)
 	fmt::print("  replica links: prev {} next {}{}\n", uuid_text(first.prev_repl_uuid),
 	           uuid_text(first.next_repl_uuid),
 	           linked_to_self ? " (already itself: a single-replica pool)" : "");
+	const bool behind = rpmemd::load_le(first.feat.compat) & rpmemd::feat_compat_rpmem_behind;
+	if (behind && !a.force)
+		throw failure(fmt::format(
+		    "{}: the replica may be behind its master: it was written asynchronously "
+		    "(rpmem::replicated_pool) and its writer did not close the pool cleanly, so "
+		    "it can lack the master's last persists (up to the writer's lag bound). If "
+		    "the master is reachable, resync this replica from it instead; if this is the "
+		    "best copy left, promote it with --force",
+		    a.poolset));
+	if (behind)
+		fmt::print("  warning: marked possibly behind its master (--force: promoting it "
+		           "anyway; the mark is cleared)\n");
 	if (rpmemd::load_le(first.feat.incompat) & rpmemd::feat_incompat_sds && first.sds.dirty)
 		fmt::print(
 		    "  shutdown state: dirty (the replica was open when the master was lost); "
@@ -111,6 +125,8 @@ int cmd_promote(const promote_args &a)
 		for (auto &p : hs) {
 			p.hdr.prev_repl_uuid = self;
 			p.hdr.next_repl_uuid = self;
+			rpmemd::store_le(p.hdr.feat.compat, rpmemd::load_le(p.hdr.feat.compat) &
+			                                        ~rpmemd::feat_compat_rpmem_behind);
 			rpmemd::seal(p.hdr);
 			write_header(p);
 		}

@@ -148,6 +148,7 @@ control::pool_attr expected_attr(const master &m, const ring &ring, std::size_t 
                                  const control::pool_attr &have)
 {
 	control::pool_attr want = rpmemd::header_attr(*m.header());
+	want.compat_features &= ~rpmemd::feat_compat_rpmem_behind;
 	want.uuid = have.uuid;
 	want.prev_uuid = ring.prev(r).value_or(have.prev_uuid);
 	want.next_uuid = ring.next(r).value_or(have.next_uuid);
@@ -170,7 +171,8 @@ std::vector<std::string> attr_differences(const control::pool_attr &want,
 		                          signature_text(want.signature)));
 	if (want.major != have.major)
 		out.push_back(fmt::format("major {} (master: {})", have.major, want.major));
-	if (want.compat_features != have.compat_features ||
+	// The "possibly behind" mark is the replica's own (reported by itself, not a difference).
+	if (want.compat_features != (have.compat_features & ~rpmemd::feat_compat_rpmem_behind) ||
 	    want.incompat_features != have.incompat_features ||
 	    want.ro_compat_features != have.ro_compat_features)
 		out.push_back("feature flags differ from the master's");
@@ -239,6 +241,12 @@ int verify_replica(const poolset::poolset &ps, const master &m, ring &ring, std:
 	auto pool =
 	    remote_pool::open(rep.target, rep.descriptor, buf.data(), m.size(), &lanes, &have);
 	unsigned problems = 0;
+	if (have.compat_features & rpmemd::feat_compat_rpmem_behind)
+		fmt::print(
+		    "{}: marked possibly behind the master (an asynchronous writer did not "
+		    "close it cleanly); the comparison below says whether it is; `rpmem sync` "
+		    "clears the mark\n",
+		    replica_name(ps, r));
 	if (m.header()) {
 		ring.learn(r, have.uuid, have.prev_uuid, have.next_uuid);
 		auto want = expected_attr(m, ring, r, have);
@@ -321,11 +329,18 @@ int sync_replica(const poolset::poolset &ps, const master &m, ring &ring, std::s
 		                           m.header() ? &want : nullptr);
 		have = want;
 	}
+	// A replica marked possibly behind keeps the mark until the copy is complete, so an
+	// interrupted sync leaves it marked.
+	const bool behind = have.compat_features & rpmemd::feat_compat_rpmem_behind;
+	control::pool_attr want{};
 	if (m.header()) {
 		ring.learn(r, have.uuid, have.prev_uuid, have.next_uuid);
-		auto want = expected_attr(m, ring, r, have);
+		want = expected_attr(m, ring, r, have);
 		if (!attr_differences(want, have, ring, r).empty()) {
-			pool->set_attr(&want);
+			auto during = want;
+			if (behind)
+				during.compat_features |= rpmemd::feat_compat_rpmem_behind;
+			pool->set_attr(&during);
 			fmt::print("{}: header attributes repaired from the master's\n",
 			           replica_name(ps, r));
 		}
@@ -338,6 +353,11 @@ int sync_replica(const poolset::poolset &ps, const master &m, ring &ring, std::s
 		bar.update(off + n - begin);
 	}
 	bar.finish();
+	if (behind) {
+		pool->set_attr(&want);
+		fmt::print("{}: no longer marked possibly behind the master\n",
+		           replica_name(ps, r));
+	}
 	pool->close();
 	fmt::print("{}: synchronized ({} written)\n", replica_name(ps, r),
 	           size_text(m.size() - begin));
