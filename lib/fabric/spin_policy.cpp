@@ -123,9 +123,7 @@ std::atomic<unsigned> pollers{0};
 
 unsigned spin_licence::limit()
 {
-	static const unsigned n = std::getenv("XLIM")
-	                              ? unsigned(std::atoi(std::getenv("XLIM")))
-	                              : std::max(1u, std::thread::hardware_concurrency() / 2);
+	static const unsigned n = std::max(1u, std::thread::hardware_concurrency() / 2);
 	return n;
 }
 
