@@ -15,12 +15,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <shared_mutex>
 #include <sys/mman.h>
 #include <thread>
 #include <unistd.h>
@@ -38,6 +40,9 @@ namespace
 constexpr std::size_t resync_chunk = 4u << 20;
 /** Ranges the replicator flushes to a replica at most before it drains them. */
 constexpr std::size_t ranges_per_drain = 32;
+/** Lanes asked of every remote replica: each thread persists on a lane of its own (while there
+ * are no more threads than lanes), so the fan-outs of different threads proceed at once. */
+constexpr unsigned lanes_per_replica = 16;
 
 int errnum_of(std::exception_ptr e, std::string *msg)
 {
@@ -145,6 +150,7 @@ struct remote_replica {
 	control::pool_attr attr; // what create() wrote / open() found: used to re-create
 	std::unique_ptr<client::remote_pool> rp;
 	const client::remote_pool *staged_on = nullptr; // rp that has the staging ring registered
+	unsigned lanes = 0;                             // granted to rp
 	bool lost = false;
 	std::string error;
 };
@@ -163,7 +169,11 @@ struct replicated_pool::impl {
 	std::vector<local_copy> locals;
 	staging_ring staging; // asynchronous mode; outlives the remote pools registered with it
 	std::vector<remote_replica> remotes;
-	std::mutex remote_mu;        // serializes every remote operation (lanes: one user)
+	// Remote operations: fan-outs hold it shared and their lane's mutex (a lane has one user
+	// at a time); resync, the replicator and close hold it exclusively.
+	std::shared_mutex remote_mu;
+	unsigned nlanes = 1; // lanes of every connected remote replica (the fewest granted)
+	std::unique_ptr<std::mutex[]> lane_mu{new std::mutex[lanes_per_replica]};
 	mutable std::mutex state_mu; // lost / error fields, for replicas() and callbacks
 	bool closed = false;
 
@@ -188,6 +198,30 @@ struct replicated_pool::impl {
 	std::thread replicator;
 
 	bool asynchronous() const { return opts.replication == mode::asynchronous; }
+	/** The calling thread's number for this pool, fixed while it keeps using the pool: its
+	 * lane. Numbered per pool, so a pool's first threads take its first lanes whatever
+	 * other pools the process has (lanes beyond the first connections' cost more where
+	 * rpmemd runs several workers: docs/performance.md, replicated_pool threads). */
+	unsigned thread_slot()
+	{
+		thread_local struct {
+			const impl *pool = nullptr;
+			unsigned slot = 0;
+		} mine;
+		if (mine.pool != this)
+			mine = {this, next_slot.fetch_add(1, std::memory_order_relaxed)};
+		return mine.slot;
+	}
+	std::atomic<unsigned> next_slot{0};
+	/** nlanes: the fewest lanes a connected remote replica was granted (with remote_mu held
+	 * exclusively, or before the pool is shared). */
+	void count_lanes()
+	{
+		nlanes = lanes_per_replica;
+		for (const auto &r : remotes)
+			if (r.rp)
+				nlanes = std::min(nlanes, std::max(r.lanes, 1u));
+	}
 	void check_range(const char *what, std::size_t off, std::size_t len) const;
 	void start_async();
 	void stop_async();
@@ -212,8 +246,17 @@ struct replicated_pool::impl {
 	/** Calls on_replica_lost for every replica lost since the last call. Called with no lock
 	 * held, so the callback may call the pool (see on_replica_lost). */
 	void notify_lost();
-	/** Runs f under remote_mu, then notify_lost(), then rethrows what f threw. */
+	/** Runs f with remote_mu held exclusively, then notify_lost(), then rethrows what f
+	 * threw. */
 	template <class F> void with_remotes(F &&f);
+	/** Runs f(lane) on the calling thread's lane (remote_mu shared, the lane's mutex held),
+	 * then notify_lost(), then rethrows what f threw. */
+	template <class F> void with_lane(F &&f);
+	bool active(const remote_replica &r) const
+	{
+		std::lock_guard g(state_mu);
+		return !r.lost && r.rp;
+	}
 	std::vector<replica_status> lost_unreported; // under state_mu
 	[[noreturn]] void fail_lost(const char *what, std::size_t index, int err,
 	                            const std::string &why) const;
@@ -444,12 +487,12 @@ replicated_pool replicated_pool::create(const std::string &poolset_path, const o
 		    p->remotes.size(),
 		    [&](std::size_t i) {
 			    auto &rr = p->remotes[i];
-			    unsigned lanes = 1;
+			    rr.lanes = lanes_per_replica;
 			    // Written asynchronously, a replica is marked possibly behind
 			    // until a clean close.
 			    const auto attr = marked_behind(rr.attr, p->asynchronous());
 			    rr.rp = client::remote_pool::create(rr.target, rr.descriptor,
-			                                        p->master->base(), size, &lanes,
+			                                        p->master->base(), size, &rr.lanes,
 			                                        &attr, rr.conn);
 		    },
 		    errors);
@@ -482,6 +525,7 @@ replicated_pool replicated_pool::create(const std::string &poolset_path, const o
 			unlink(f.c_str());
 		throw;
 	}
+	p->count_lanes();
 	if (opts.replication == mode::asynchronous)
 		p->start_async();
 	return replicated_pool(std::move(p));
@@ -554,10 +598,10 @@ replicated_pool replicated_pool::open(const std::string &poolset_path, const opt
 	    p->remotes.size(),
 	    [&](std::size_t i) {
 		    auto &rr = p->remotes[i];
-		    unsigned lanes = 1;
+		    rr.lanes = lanes_per_replica;
 		    control::pool_attr a;
 		    rr.rp = client::remote_pool::open(rr.target, rr.descriptor, p->master->base(),
-		                                      size, &lanes, &a, rr.conn);
+		                                      size, &rr.lanes, &a, rr.conn);
 		    if (a.is_zero())
 			    throw rpmem::error(EINVAL,
 			                       "the remote pool has no header (OPTION "
@@ -600,6 +644,7 @@ replicated_pool replicated_pool::open(const std::string &poolset_path, const opt
 		                                    poolset_path, rr.index, p->where(rr), msg,
 		                                    rr.index));
 	}
+	p->count_lanes();
 	if (opts.replication == mode::asynchronous)
 		p->start_async();
 	p->notify_lost();
@@ -622,14 +667,14 @@ void replicated_pool::impl::mark_lost(std::size_t index, const std::string &why,
 	std::lock_guard g(state_mu);
 	if (remote) {
 		for (auto &r : remotes)
-			if (r.index == index) {
+			if (r.index == index && !r.lost) {
 				r.lost = true;
 				r.error = reason;
 				lost_unreported.push_back({index, true, where(r), false, reason});
 			}
 	} else {
 		for (auto &l : locals)
-			if (l.index == index) {
+			if (l.index == index && !l.lost) {
 				l.lost = true;
 				l.error = reason;
 				lost_unreported.push_back(
@@ -654,9 +699,27 @@ template <class F> void replicated_pool::impl::with_remotes(F &&f)
 {
 	std::exception_ptr err;
 	{
-		std::lock_guard g(remote_mu);
+		std::unique_lock g(remote_mu);
 		try {
 			f();
+		} catch (...) {
+			err = std::current_exception();
+		}
+	}
+	notify_lost();
+	if (err)
+		std::rethrow_exception(err);
+}
+
+template <class F> void replicated_pool::impl::with_lane(F &&f)
+{
+	std::exception_ptr err;
+	{
+		std::shared_lock g(remote_mu);
+		const unsigned lane = thread_slot() % nlanes;
+		std::lock_guard l(lane_mu[lane]);
+		try {
+			f(lane);
 		} catch (...) {
 			err = std::current_exception();
 		}
@@ -796,11 +859,11 @@ void replicated_pool::persist(std::size_t offset, std::size_t length)
 	}
 	// The replicas still in sync get the range even when the call is going to fail because
 	// one is lost: then resync() of the lost one is all it takes to be whole again.
-	d.with_remotes([&] {
+	d.with_lane([&](unsigned lane) {
 		d.remote_all(
 		    "replicated_pool::persist",
-		    [&](remote_replica &r) { r.rp->persist_post(offset, length, 0); },
-		    [](remote_replica &r) { r.rp->complete(0); });
+		    [&](remote_replica &r) { r.rp->persist_post(offset, length, lane); },
+		    [&](remote_replica &r) { r.rp->complete(lane); });
 		d.check_not_lost("replicated_pool::persist");
 	});
 }
@@ -820,17 +883,18 @@ void replicated_pool::flush(std::size_t offset, std::size_t length)
 		d.flushed.push_back({offset, length});
 		return;
 	}
-	// Posting a write returns at once: no need for the workers.
-	std::lock_guard g(d.remote_mu);
-	for (auto &r : d.remotes) {
-		if (r.lost || !r.rp)
-			continue;
-		try {
-			r.rp->flush(offset, length, 0, client::flush_relaxed);
-		} catch (const std::exception &) {
-			// The drain that follows reports it through the failure policy.
+	// Posting a write returns at once. On the thread's lane: its drain() drains it.
+	d.with_lane([&](unsigned lane) {
+		for (auto &r : d.remotes) {
+			if (!d.active(r))
+				continue;
+			try {
+				r.rp->flush(offset, length, lane, client::flush_relaxed);
+			} catch (const std::exception &) {
+				// The drain that follows reports it through the failure policy.
+			}
 		}
-	}
+	});
 }
 
 void replicated_pool::drain()
@@ -850,10 +914,10 @@ void replicated_pool::drain()
 			d.enqueue(r);
 		return;
 	}
-	d.with_remotes([&] {
+	d.with_lane([&](unsigned lane) {
 		d.remote_all(
-		    "replicated_pool::drain", [](remote_replica &r) { r.rp->drain_post(0); },
-		    [](remote_replica &r) { r.rp->complete(0); });
+		    "replicated_pool::drain", [&](remote_replica &r) { r.rp->drain_post(lane); },
+		    [&](remote_replica &r) { r.rp->complete(lane); });
 		d.check_not_lost("replicated_pool::drain");
 	});
 }
@@ -977,7 +1041,7 @@ void replicated_pool::impl::replicate_loop()
 		}
 		std::exception_ptr err;
 		{
-			std::lock_guard g(remote_mu);
+			std::unique_lock g(remote_mu);
 			try {
 				// Rounds of relaxed flushes that fit one lane request, then a
 				// drain, posted to every replica before waiting on any: one round
@@ -1044,7 +1108,7 @@ void replicated_pool::barrier()
 		d.wait_barrier();
 		return;
 	}
-	d.with_remotes([&] { d.check_not_lost("replicated_pool::barrier"); });
+	d.with_lane([&](unsigned) { d.check_not_lost("replicated_pool::barrier"); });
 }
 
 replicated_pool::lag_info replicated_pool::lag() const
@@ -1087,7 +1151,7 @@ void replicated_pool::resync(std::size_t index,
 		                               index, d.ps.replicas.size() - 1));
 	const std::size_t size = d.master->size();
 	const std::size_t total = size - data_offset();
-	std::lock_guard g(d.remote_mu); // no remote operation meanwhile
+	std::unique_lock g(d.remote_mu); // no remote operation meanwhile
 
 	for (auto &l : d.locals) {
 		if (l.index != index)
@@ -1118,7 +1182,7 @@ void replicated_pool::resync(std::size_t index,
 		r.rp.reset();
 	}
 	r.staged_on = nullptr; // a new remote pool registers the staging ring again
-	unsigned lanes = 1;
+	unsigned lanes = lanes_per_replica;
 	try {
 		control::pool_attr a;
 		r.rp = client::remote_pool::open(r.target, r.descriptor, d.master->base(), size,
@@ -1145,7 +1209,7 @@ void replicated_pool::resync(std::size_t index,
 			r.attr.user_flags = h.arch;
 		}
 		try {
-			lanes = 1;
+			lanes = lanes_per_replica;
 			// Marked behind until the copy is complete.
 			const auto attr = marked_behind(r.attr, true);
 			r.rp = client::remote_pool::create(r.target, r.descriptor, d.master->base(),
@@ -1171,6 +1235,8 @@ void replicated_pool::resync(std::size_t index,
 		// Whole now; asynchronous replication keeps the mark until a clean close.
 		const auto done = marked_behind(r.attr, d.asynchronous());
 		r.rp->set_attr(&done);
+		r.lanes = lanes;
+		d.count_lanes();
 	} catch (const rpmem::error &e) {
 		throw rpmem::error(e.errnum(), fmt::format("{}: copying the master failed: {}: "
 		                                           "call resync({}) again",

@@ -256,6 +256,56 @@ TEST_CASE("replicated_pool: two master parts, a local and two remote replicas st
 	CHECK_THROWS_AS(replicated_pool::create(s.path(), s.options()), rpmem::error);
 }
 
+TEST_CASE("replicated_pool: threads persist and flush + drain at once, each on its own lanes",
+          "[replication][sync][threads]")
+{
+	// Fan-outs of different threads run concurrently (each thread on its own lane of every
+	// replica): the replicas must still equal the master, including flush + drain batches
+	// whose drain is the same thread's.
+	sshd server;
+	replicated_setup s(server, 2, {"16M"}, true, "16M");
+	auto p = replicated_pool::create(s.path(), s.options());
+	constexpr unsigned threads = 6; // more than the cores, some sharing nothing
+	const std::size_t slice = p.data().size() / threads;
+	std::vector<std::string> why(threads);
+	std::vector<std::thread> ts;
+	for (unsigned t = 0; t < threads; ++t)
+		ts.emplace_back([&, t] {
+			std::mt19937_64 rng(40 + t);
+			auto mine = p.data().subspan(t * slice, slice);
+			try {
+				for (int i = 0; i < 200; ++i) {
+					std::size_t len = 1 + rng() % (2 * K4);
+					std::size_t off = rng() % (mine.size() - len);
+					for (std::size_t j = 0; j < len; ++j)
+						mine[off + j] = static_cast<std::byte>(rng());
+					if (i % 4 == 3) {
+						std::size_t half = len / 2;
+						p.flush(mine.subspan(off, half));
+						p.flush(mine.subspan(off + half, len - half));
+						p.drain();
+					} else {
+						p.persist(mine.subspan(off, len));
+					}
+				}
+			} catch (const std::exception &e) {
+				why[t] = e.what();
+			}
+		});
+	for (auto &th : ts)
+		th.join();
+	for (unsigned t = 0; t < threads; ++t) {
+		INFO("thread " << t);
+		CHECK(why[t].empty());
+	}
+	// Compared while open: what the calls returned from is on every replica already.
+	auto expect = master_data(p);
+	require_equal(expect, s.local_data(p.size()), "local replica");
+	require_equal(expect, s.remote_data(0, p.size()), "remote replica 1");
+	require_equal(expect, s.remote_data(1, p.size()), "remote replica 2");
+	p.close();
+}
+
 TEST_CASE("replicated_pool asynchronous: bounded lag, barrier, replicas equal",
           "[replication][async]")
 {
