@@ -399,6 +399,22 @@ std::unique_ptr<child> start_writer(sshd &server, replicated_setup &s, const std
 	    env, (s.dir() / "writer.err").string());
 }
 
+/** Waits (bounded: 30 s) until the first prefix_log record's header reached the replica's part
+ * file. */
+bool wait_for_first_record(const fs::path &part)
+{
+	for (int i = 0; i < 3000; ++i) {
+		std::ifstream in(part, std::ios::binary);
+		in.seekg(prefix_log::log_offset);
+		std::uint32_t magic = 0;
+		if (in.read(reinterpret_cast<char *>(&magic), sizeof magic) &&
+		    magic == prefix_log::magic)
+			return true;
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	}
+	return false;
+}
+
 /** Waits (bounded) until the rpmemd serving `node` has exited. */
 void require_rpmemd_gone(replica &node)
 {
@@ -446,9 +462,12 @@ TEST_CASE("replicated_pool asynchronous: a writer killed mid-stream leaves each 
 			              << "): writer said " << ready.value_or("nothing")
 			              << "; stderr " << slurp(r.setup->dir() / "writer.err"));
 			REQUIRE(ready == "ready");
+			// Kill once replication is under way, however slow the machine (a
+			// sanitizer build): the first record has reached the replica.
+			CHECK(wait_for_first_record(r.setup->node(0).part("remote.set")));
 		}
 		for (auto &r : runs) {
-			std::this_thread::sleep_for(std::chrono::milliseconds(2 + rng() % 100));
+			std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 100));
 			auto full = r.writer->read_line(std::chrono::milliseconds(0));
 			r.writer->kill(SIGKILL);
 			REQUIRE(r.writer->wait(std::chrono::seconds(10)));
