@@ -1,0 +1,7 @@
+# replicated_pool's staging ring (lib/replication/staging_ring.hpp): pure, header-only.
+rpmem_add_catch_test(unit_staging_ring
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/staging_ring_test.cpp
+  LIBS fmt::fmt
+  LABELS unit)
+target_include_directories(unit_staging_ring PRIVATE ${PROJECT_SOURCE_DIR}/lib
+                           ${PROJECT_SOURCE_DIR}/include)
