@@ -11,6 +11,7 @@
 #include "replication/local_map.hpp"
 #include "replication/options.hpp"
 #include "replication/pool_header.hpp"
+#include "replication/round_plan.hpp"
 #include "replication/staging_ring.hpp"
 
 #include <fmt/format.h>
@@ -155,8 +156,6 @@ struct replicated_pool::impl {
 		range r;
 		const std::byte *src;
 	};
-	static std::size_t round_end(const client::data_path &lanes,
-	                             const std::vector<piece> &batch, std::size_t from);
 	void enqueue_chunk(range r, std::unique_lock<std::mutex> &lk);
 	void wait_barrier();
 	void rethrow_async_error();
@@ -910,29 +909,6 @@ void replicated_pool::impl::enqueue_chunk(range r, std::unique_lock<std::mutex> 
 		work_cv.notify_one();
 }
 
-/** The end of the round that starts at batch[from]: ranges whose costs fit one request, and no
- * RDMA-written range after an inline one. rpmemd applies inline bytes when the request arrives,
- * after every write posted before the request: a write following inline bytes in the same round
- * would reach the replica before them, so a replica could hold a later persist without an
- * earlier one (writes before inline bytes are fine: they land first, in order). At least one
- * range. */
-std::size_t replicated_pool::impl::round_end(const client::data_path &lanes,
-                                             const std::vector<piece> &batch, std::size_t from)
-{
-	std::size_t used = 0, to = from;
-	bool inline_seen = false;
-	for (; to < batch.size() && to - from < ranges_per_drain; ++to) {
-		const auto &r = batch[to].r;
-		const bool inl = lanes.travels_inline(r.length);
-		const std::size_t cost = lanes.batch_cost(r.length);
-		if (to > from && (used + cost > lanes.batch_capacity() || (!inl && inline_seen)))
-			break;
-		used += cost;
-		inline_seen = inline_seen || inl;
-	}
-	return to;
-}
-
 void replicated_pool::impl::replicate_loop()
 {
 	std::vector<piece> batch;
@@ -977,7 +953,9 @@ void replicated_pool::impl::replicate_loop()
 						lanes = &r.rp->lanes();
 				for (std::size_t from = 0, to = 0; lanes && from < batch.size();
 				     from = to) {
-					to = round_end(*lanes, batch, from);
+					to = round_end(
+					    *lanes, batch.size(), from, ranges_per_drain,
+					    [&](std::size_t i) { return batch[i].r.length; });
 					remote_all(
 					    "asynchronous replication",
 					    [&](remote_replica &r) {
