@@ -4,7 +4,12 @@
 
 #include "ssh/session.hpp"
 
+#include "rpmem/error.hpp"
+
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstdint>
@@ -75,6 +80,35 @@ private:
 	std::vector<std::uint8_t> bytes_;
 	std::size_t head_ = 0;
 };
+
+/**
+ * read_exact of both sessions: takes data.size() bytes of stdout from `out` once they are
+ * there. Until then: `ended()` says whether stdout reached its end (then `throw_ended()`),
+ * and `pump(until, polled)` waits for more (polled: not the first time). Throws ETIMEDOUT,
+ * naming the command and host, once `timeout` passed without the bytes.
+ */
+template <class Ended, class ThrowEnded, class Pump>
+void read_exact(byte_queue &out, std::span<std::uint8_t> data, std::chrono::milliseconds timeout,
+                const std::string &command, const std::string &where, Ended ended,
+                ThrowEnded throw_ended, Pump pump)
+{
+	deadline until(timeout);
+	for (bool polled = false;; polled = true) {
+		if (out.size() >= data.size()) {
+			out.take(data);
+			return;
+		}
+		if (ended())
+			throw_ended();
+		if (polled && until.expired())
+			throw rpmem::error(ETIMEDOUT,
+			                   fmt::format("no reply from '{}' on {} within {} "
+			                               "ms ({} of {} bytes arrived)",
+			                               command, where, timeout.count(), out.size(),
+			                               data.size()));
+		pump(until, polled);
+	}
+}
 
 /** The command's stderr: kept up to a cap (error messages need the start, not megabytes). */
 class stderr_capture

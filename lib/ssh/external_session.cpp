@@ -161,22 +161,12 @@ void external_session::write_all(std::span<const std::uint8_t> data)
 
 void external_session::read_exact(std::span<std::uint8_t> data, std::chrono::milliseconds timeout)
 {
-	deadline until(timeout);
-	for (bool polled = false;; polled = true) {
-		if (stdout_.size() >= data.size()) {
-			stdout_.take(data);
-			return;
-		}
-		if (out_eof_)
-			throw_ended();
-		if (polled && until.expired())
-			throw rpmem::error(ETIMEDOUT,
-			                   fmt::format("no reply from '{}' on {} within {} "
-			                               "ms ({} of {} bytes arrived)",
-			                               command_, where_, timeout.count(),
-			                               stdout_.size(), data.size()));
-		poll_once(polled ? until.poll_ms() : 0, false);
-	}
+	detail::read_exact(
+	    stdout_, data, timeout, command_, where_, [&] { return out_eof_; },
+	    [&] { throw_ended(); },
+	    [&](const deadline &until, bool polled) {
+		    poll_once(polled ? until.poll_ms() : 0, false);
+	    });
 }
 
 int external_session::wait_exit(std::chrono::milliseconds timeout)

@@ -163,22 +163,9 @@ void libssh_session::write_all(std::span<const std::uint8_t> data)
 
 void libssh_session::read_exact(std::span<std::uint8_t> data, std::chrono::milliseconds timeout)
 {
-	deadline until(timeout);
-	for (bool polled = false;; polled = true) {
-		if (stdout_.size() >= data.size()) {
-			stdout_.take(data);
-			return;
-		}
-		if (eof_)
-			throw_ended();
-		if (polled && until.expired())
-			throw rpmem::error(ETIMEDOUT,
-			                   fmt::format("no reply from '{}' on {} within {} "
-			                               "ms ({} of {} bytes arrived)",
-			                               command_, where_, timeout.count(),
-			                               stdout_.size(), data.size()));
-		pump(until.poll_ms());
-	}
+	detail::read_exact(
+	    stdout_, data, timeout, command_, where_, [&] { return eof_; }, [&] { throw_ended(); },
+	    [&](const deadline &until, bool) { pump(until.poll_ms()); });
 }
 
 std::string libssh_session::stderr_text()
