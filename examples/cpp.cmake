@@ -5,6 +5,3 @@ foreach(ex 02-cpp-pool 03-flush-drain 04-replicated-pool 05-async-log)
   add_executable(${ex} ${ex}.cpp)
   target_link_libraries(${ex} PRIVATE rpmem::cpp)
 endforeach()
-# Not part of the tutorial: numbers for fan-out and asynchronous mode (docs/performance.md).
-add_executable(replicated-pool-bench replicated-pool-bench.cpp)
-target_link_libraries(replicated-pool-bench PRIVATE rpmem::cpp PkgConfig::PMEM Threads::Threads)

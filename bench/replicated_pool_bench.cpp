@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// replicated-pool-bench: persist latency and throughput of rpmem::replicated_pool, to compare
-// 1 vs N remote replicas (fan-out) and synchronous vs asynchronous mode. Not a test.
+// replicated-pool-bench (bench/): persist latency and throughput of rpmem::replicated_pool, to
+// compare 1 vs N remote replicas (fan-out) and synchronous vs asynchronous mode. Not a test.
 //
 //   ./replicated-pool-bench pool.set sync|async [ops] [bytes] [threads]
 //
