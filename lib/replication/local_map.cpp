@@ -39,7 +39,7 @@ constexpr std::size_t align_down(std::uint64_t v)
 
 } // namespace
 
-local_replica::~local_replica()
+local_map::~local_map()
 {
 	if (base_)
 		munmap(base_, reserved_);
@@ -47,9 +47,9 @@ local_replica::~local_replica()
 		::close(fd);
 }
 
-std::unique_ptr<local_replica> local_replica::create(const poolset::replica &r, std::size_t size)
+std::unique_ptr<local_map> local_map::create(const poolset::replica &r, std::size_t size)
 {
-	std::unique_ptr<local_replica> l(new local_replica);
+	std::unique_ptr<local_map> l(new local_map);
 	for (const auto &p : r.parts) {
 		int fd = ::open(p.path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		if (fd < 0)
@@ -75,9 +75,9 @@ std::unique_ptr<local_replica> local_replica::create(const poolset::replica &r, 
 	return l;
 }
 
-std::unique_ptr<local_replica> local_replica::open(const poolset::replica &r, std::size_t size)
+std::unique_ptr<local_map> local_map::open(const poolset::replica &r, std::size_t size)
 {
-	std::unique_ptr<local_replica> l(new local_replica);
+	std::unique_ptr<local_map> l(new local_map);
 	for (const auto &p : r.parts) {
 		int fd = ::open(p.path.c_str(), O_RDWR | O_CLOEXEC);
 		if (fd < 0)
@@ -99,7 +99,7 @@ std::unique_ptr<local_replica> local_replica::open(const poolset::replica &r, st
 	return l;
 }
 
-void local_replica::map(const poolset::replica &r, std::size_t size)
+void local_map::map(const poolset::replica &r, std::size_t size)
 {
 	reserved_ = size;
 	void *res =
@@ -136,7 +136,7 @@ void local_replica::map(const poolset::replica &r, std::size_t size)
 	pmem_ = all_sync || pmem_is_pmem(base_, size_);
 }
 
-void local_replica::write_header(std::size_t part, const header_fields &h)
+void local_map::write_header(std::size_t part, const header_fields &h)
 {
 	if (part == 0) {
 		replication::write_header(base_, h);
@@ -150,7 +150,7 @@ void local_replica::write_header(std::size_t part, const header_fields &h)
 		fail(errno, fmt::format("cannot write the pool header of {}", paths_[part]));
 }
 
-header_fields local_replica::read_header(std::size_t part) const
+header_fields local_map::read_header(std::size_t part) const
 {
 	std::array<std::byte, pool_hdr_size> img;
 	if (part == 0)
@@ -168,7 +168,7 @@ header_fields local_replica::read_header(std::size_t part) const
 	return *h;
 }
 
-void local_replica::persist(std::size_t off, std::size_t len) const
+void local_map::persist(std::size_t off, std::size_t len) const
 {
 	if (pmem_)
 		pmem_persist(base_ + off, len);
@@ -176,7 +176,7 @@ void local_replica::persist(std::size_t off, std::size_t len) const
 		fail(errno, fmt::format("msync of the pool part {} failed", paths_[0]));
 }
 
-void local_replica::copy_persist(const std::byte *src, std::size_t off, std::size_t len) const
+void local_map::copy_persist(const std::byte *src, std::size_t off, std::size_t len) const
 {
 	if (pmem_) {
 		pmem_memcpy_persist(base_ + off, src + off, len);
@@ -186,7 +186,7 @@ void local_replica::copy_persist(const std::byte *src, std::size_t off, std::siz
 	persist(off, len);
 }
 
-void local_replica::copy_flush(const std::byte *src, std::size_t off, std::size_t len) const
+void local_map::copy_flush(const std::byte *src, std::size_t off, std::size_t len) const
 {
 	if (pmem_) {
 		pmem_memcpy_nodrain(base_ + off, src + off, len);
@@ -196,7 +196,7 @@ void local_replica::copy_flush(const std::byte *src, std::size_t off, std::size_
 	persist(off, len);
 }
 
-void local_replica::flush(std::size_t off, std::size_t len) const
+void local_map::flush(std::size_t off, std::size_t len) const
 {
 	if (pmem_)
 		pmem_flush(base_ + off, len);
@@ -204,7 +204,7 @@ void local_replica::flush(std::size_t off, std::size_t len) const
 		persist(off, len);
 }
 
-void local_replica::drain() const
+void local_map::drain() const
 {
 	if (pmem_)
 		pmem_drain();

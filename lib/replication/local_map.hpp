@@ -14,16 +14,16 @@
 namespace rpmem::replication
 {
 
-class local_replica
+class local_map
 {
 public:
 	/** Creates the part files (they must not exist, or be empty) and maps them. */
-	static std::unique_ptr<local_replica> create(const poolset::replica &r, std::size_t size);
+	static std::unique_ptr<local_map> create(const poolset::replica &r, std::size_t size);
 	/** Maps existing part files. */
-	static std::unique_ptr<local_replica> open(const poolset::replica &r, std::size_t size);
-	~local_replica();
-	local_replica(const local_replica &) = delete;
-	local_replica &operator=(const local_replica &) = delete;
+	static std::unique_ptr<local_map> open(const poolset::replica &r, std::size_t size);
+	~local_map();
+	local_map(const local_map &) = delete;
+	local_map &operator=(const local_map &) = delete;
 
 	std::byte *base() const { return base_; }
 	std::size_t size() const { return size_; }
@@ -45,7 +45,7 @@ public:
 	void drain() const;
 
 private:
-	local_replica() = default;
+	local_map() = default;
 	void map(const poolset::replica &r, std::size_t size);
 
 	std::byte *base_ = nullptr;

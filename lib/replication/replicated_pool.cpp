@@ -208,7 +208,7 @@ void create_locals(replicated_pool::impl &p, const uuid_ring &ring, const std::s
 		for (const auto &part : rep.parts)
 			if (access(part.path.c_str(), F_OK) != 0)
 				created.push_back(part.path);
-		auto m = local_replica::create(rep, size);
+		auto m = local_map::create(rep, size);
 		for (std::size_t i = 0; i < m->parts(); ++i)
 			m->write_header(i, ring.fields(r, i));
 		if (r == 0)
@@ -320,7 +320,7 @@ void open_locals(replicated_pool::impl &p, const header_check &check, const std:
 			                   fmt::format("{}:{}: replica {} is smaller than the "
 			                               "master",
 			                               path, rep.line, r));
-		auto m = local_replica::open(rep, size);
+		auto m = local_map::open(rep, size);
 		for (std::size_t i = 0; i < m->parts(); ++i)
 			check(m->read_header(i), "pool part " + m->path(i));
 		p.locals.push_back({r, std::move(m), false, {}});
@@ -412,7 +412,7 @@ replicated_pool replicated_pool::open(const std::string &poolset_path, const opt
 	auto p = std::make_unique<impl>();
 	p->ps = load(poolset_path);
 	p->opts = opts;
-	p->master = local_replica::open(p->ps.replicas[0], p->ps.pool_size(0));
+	p->master = local_map::open(p->ps.replicas[0], p->ps.pool_size(0));
 	const header_check check(p->opts, p->master->read_header(0));
 	for (std::size_t i = 0; i < p->master->parts(); ++i)
 		check(p->master->read_header(i), "pool part " + p->master->path(i));

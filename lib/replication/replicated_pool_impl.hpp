@@ -79,7 +79,7 @@ struct remote_replica {
 
 struct local_copy {
 	std::size_t index = 0;
-	std::unique_ptr<local_replica> map;
+	std::unique_ptr<local_map> map;
 	bool lost = false;
 	std::string error;
 };
@@ -87,7 +87,7 @@ struct local_copy {
 struct replicated_pool::impl {
 	poolset::poolset ps;
 	options opts;
-	std::unique_ptr<local_replica> master;
+	std::unique_ptr<local_map> master;
 	std::vector<local_copy> locals;
 	staging_ring staging; // asynchronous mode; outlives the remote pools registered with it
 	std::vector<remote_replica> remotes;
