@@ -6,6 +6,7 @@
 
 #include "log.hpp"
 #include "port_guard.hpp"
+#include "target_plan.hpp"
 
 #include "common/lane_msg.hpp"
 #include "fabric/cq.hpp"
@@ -43,13 +44,8 @@ using namespace std::chrono_literals;
 namespace
 {
 
-inline constexpr std::uint32_t max_lanes = 65536;
-inline constexpr std::uint32_t max_endpoints = 16;
 // Payload bytes of one lane request: a 4 KiB persist inline plus room for a few more entries.
 inline constexpr std::uint32_t default_inline_max = 4096 + 256;
-inline constexpr std::uint32_t max_queue_depth = 256;
-/** Requests one lane may have in flight when the queue has room (see data_path's pipeline). */
-inline constexpr std::uint32_t pipeline_depth = 8;
 inline constexpr auto accept_timeout = 30s;
 
 std::int64_t now_ns()
@@ -142,35 +138,12 @@ public:
 	explicit fabric_target(const target_params &p) : region_(*p.region), wait_(p.wait)
 	{
 		nlanes_ = std::clamp<std::uint32_t>(p.nlanes, 1, max_lanes);
-		std::uint32_t cores = cpu_count();
-		// Two connections per core: lanes that share a connection share its completion
-		// queue, and a waiter then often needs a second wake-up (the thread that reaped its
-		// response hands it over). Measured on 2 cores, tcp: 4 threads on 4 lanes gained
-		// 17 % at 64 KiB and 35 % at 4 KiB with 4 connections instead of 2.
-		nendpoints_ = std::min({nlanes_, max_endpoints, 2 * cores});
-		nworkers_ = p.nthreads ? std::min<unsigned>(p.nthreads, nendpoints_)
-		                       : std::min<unsigned>(nendpoints_, cores);
 
 		// Kept for the target's lifetime: the sockets provider's listener refers to it.
 		listen_info_ = listen_info(p.address, p.providers, p.mr_mode);
 		const auto &fi = listen_info_;
 		domain_ = std::make_unique<fab::fabric_domain>(fi);
 		const auto &g = domain_->granted();
-		// Endpoints and completion queues are what the provider limits (not lanes).
-		if (g.ep_cnt && g.ep_cnt < nendpoints_ + 1)
-			nendpoints_ =
-			    std::max<std::uint32_t>(1, static_cast<std::uint32_t>(g.ep_cnt) - 1);
-		if (g.cq_cnt && g.cq_cnt < nworkers_)
-			nworkers_ = static_cast<unsigned>(g.cq_cnt);
-		nworkers_ = std::min<unsigned>(nworkers_, nendpoints_);
-		// Room for pipeline_depth requests per lane: clients split large persists into
-		// chunks so that one is made durable here while the next is in transit.
-		const std::uint32_t per_conn = (nlanes_ + nendpoints_ - 1) / nendpoints_;
-		queue_depth_ = per_conn * pipeline_depth <= max_queue_depth
-		                   ? per_conn * pipeline_depth
-		                   : std::min(per_conn, max_queue_depth);
-		// The client posts as many receives for responses (it keeps its own limit too).
-		queue_depth_ = std::min(queue_depth_, g.posted_recv_limit());
 		if (g.inject_size < rpmem::lane::response_size)
 			throw rpmem::error(ENOTSUP,
 			                   fmt::format("provider {} cannot inject a {}-byte "
@@ -189,25 +162,26 @@ public:
 		pep_->bind(*eq_);
 		// Connection requests wait in the EQ until the accept thread starts.
 		pep_->listen();
-		if (!p.nthreads) {
-			// A thread budget of 2 x cores + 4 for the whole daemon: providers with
-			// their own progress threads (sockets starts several with the domain and
-			// the listener) leave fewer for workers, which then only wait on CQs.
-			const unsigned budget = 2 * cores + 4;
-			const unsigned used = thread_count() + 1; // + the accept thread
-			nworkers_ =
-			    std::clamp<unsigned>(budget > used ? budget - used : 1, 1, nworkers_);
-		}
+		const ctl::persist_method method = choose_method(p, g);
+		// Sized once the listener runs: sockets starts progress threads with the domain
+		// and the listener, and they count against the daemon's thread budget.
+		target_plan_input in;
+		in.lanes = p.nlanes;
+		in.cores = cpu_count();
+		in.nthreads = p.nthreads;
+		in.ep_cnt = g.ep_cnt;
+		in.cq_cnt = g.cq_cnt;
+		in.posted_recv_limit = g.posted_recv_limit();
+		in.threads_running = thread_count();
+		in.announced_writes =
+		    method == ctl::persist_method::commit || method == ctl::persist_method::apm;
+		const target_plan plan = plan_target(in);
+		nendpoints_ = plan.endpoints;
+		nworkers_ = plan.workers;
+		queue_depth_ = plan.queue_depth;
+		const std::size_t cq_size = plan.cq_size;
 		pool_mr_ = std::make_unique<fab::memory_region>(
 		    *domain_, region_.base(), region_.size(), FI_REMOTE_READ | FI_REMOTE_WRITE);
-		// Requests, and with commit or APM the writes' remote CQ data too (clients keep up
-		// to 16 commit writes in flight per lane: lib/client/persist_method.cpp; APM's
-		// writes between two drains are not bounded, and what exceeds the CQ waits in the
-		// provider's overflow list until the worker reads it).
-		const ctl::persist_method method = choose_method(p, g);
-		std::size_t cq_size = std::size_t(queue_depth_) * nendpoints_ * 2;
-		if (method == ctl::persist_method::commit || method == ctl::persist_method::apm)
-			cq_size += std::size_t(per_conn) * 16 * nendpoints_;
 		for (unsigned w = 0; w < nworkers_; ++w)
 			cqs_.push_back(std::make_unique<fab::cq>(
 			    *domain_, fab::cq_options{cq_size, fab::cq_waiter(wait_).needs()}));
