@@ -520,17 +520,13 @@ private:
 		rpmem::lane::encode(
 		    rpmem::lane::response{req.lane, static_cast<std::uint32_t>(err), req.cookie},
 		    resp);
-		for (;;) {
-			ssize_t ret = fi_inject(ep->get(), resp, sizeof(resp), 0);
-			if (ret == 0)
-				break;
-			if (ret != -FI_EAGAIN) {
-				log_err("connection {}: sending a response failed: {}", c.index,
-				        fi_strerror(static_cast<int>(-ret)));
-				failed_ = true;
-				return;
-			}
-			std::this_thread::yield();
+		try {
+			while (ep->inject(resp, sizeof(resp)) == fab::post_status::again)
+				std::this_thread::yield();
+		} catch (const rpmem::error &e) {
+			log_err("connection {}: sending a response failed: {}", c.index,
+			        e.message());
+			failed_ = true;
 		}
 	}
 

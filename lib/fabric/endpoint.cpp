@@ -113,6 +113,11 @@ post_status endpoint::recv(void *buf, std::size_t len, void *desc, void *context
 	return posted(fi_recv(ep_.get(), buf, len, desc, 0, context), "fi_recv", len, 0);
 }
 
+post_status endpoint::inject(const void *buf, std::size_t len)
+{
+	return posted(fi_inject(ep_.get(), buf, len, 0), "fi_inject", len, 0);
+}
+
 post_status endpoint::write(const void *buf, std::size_t len, void *desc, rma_target dst,
                             void *context)
 {

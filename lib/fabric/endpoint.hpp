@@ -55,6 +55,8 @@ public:
 
 	[[nodiscard]] post_status send(const void *buf, std::size_t len, void *desc, void *context);
 	[[nodiscard]] post_status recv(void *buf, std::size_t len, void *desc, void *context);
+	/** fi_inject: buf may be reused when it returns; no completion. len <= inject_size. */
+	[[nodiscard]] post_status inject(const void *buf, std::size_t len);
 	[[nodiscard]] post_status write(const void *buf, std::size_t len, void *desc,
 	                                rma_target dst, void *context);
 	/** fi_writemsg, for flags: FI_COMPLETION, FI_DELIVERY_COMPLETE, FI_COMMIT_COMPLETE,
