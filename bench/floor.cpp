@@ -4,7 +4,6 @@
 #include "floor_protocol.hpp"
 
 #include "client/env.hpp"
-#include "common/lane_msg.hpp"
 #include "fabric/cq.hpp"
 #include "fabric/endpoint.hpp"
 #include "fabric/eq.hpp"
@@ -12,6 +11,7 @@
 #include "fabric/info.hpp"
 #include "fabric/mr.hpp"
 #include "fabric/waiter.hpp"
+#include "lane/lane_msg.hpp"
 #include "rpmem/error.hpp"
 #include "ssh/session.hpp"
 #include "ssh/target.hpp"

@@ -4,7 +4,7 @@
 // is unit tested and fuzzed directly.
 #pragma once
 
-#include "common/lane_msg.hpp"
+#include "lane/lane_msg.hpp"
 
 #include <cstdint>
 #include <span>

@@ -5,7 +5,7 @@
 #include "config.hpp"
 #include "pool_store.hpp"
 
-#include "common/stream.hpp"
+#include "wire/stream.hpp"
 
 namespace rpmemd
 {

@@ -8,7 +8,6 @@
 #include "port_guard.hpp"
 #include "target_plan.hpp"
 
-#include "common/lane_msg.hpp"
 #include "fabric/cq.hpp"
 #include "fabric/endpoint.hpp"
 #include "fabric/eq.hpp"
@@ -17,6 +16,7 @@
 #include "fabric/mr.hpp"
 #include "fabric/passive_endpoint.hpp"
 #include "fabric/waiter.hpp"
+#include "lane/lane_msg.hpp"
 #include "rpmem/error.hpp"
 
 #include <rdma/fi_endpoint.h>

@@ -2,7 +2,7 @@
 #include "client/connection.hpp"
 
 #include "client/lane_map.hpp"
-#include "common/lane_msg.hpp"
+#include "lane/lane_msg.hpp"
 #include "rpmem/error.hpp"
 
 #include <fmt/format.h>

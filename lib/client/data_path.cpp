@@ -11,11 +11,11 @@
 #include "client/lane_map.hpp"
 #include "client/log.hpp"
 #include "client/persist_method.hpp"
-#include "common/lane_msg.hpp"
 #include "fabric/eq.hpp"
 #include "fabric/fabric.hpp"
 #include "fabric/info.hpp"
 #include "fabric/mr.hpp"
+#include "lane/lane_msg.hpp"
 #include "rpmem/error.hpp"
 
 #include <fmt/format.h>

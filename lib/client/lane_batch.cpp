@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "client/lane_batch.hpp"
 
-#include "common/lane_msg.hpp"
+#include "lane/lane_msg.hpp"
 
 #include <algorithm>
 

@@ -14,10 +14,10 @@
 #pragma once
 
 #include "client/lane.hpp"
-#include "common/lane_msg.hpp"
 #include "control/messages.hpp"
 #include "fabric/endpoint.hpp"
 #include "fabric/granted.hpp"
+#include "lane/lane_msg.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -3,7 +3,7 @@
 // without a change there (and a proto_major bump) breaks the golden-bytes unit test on purpose.
 #include "control/codec.hpp"
 
-#include "common/wire.hpp"
+#include "wire/wire.hpp"
 
 #include <fmt/format.h>
 

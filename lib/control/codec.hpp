@@ -12,8 +12,8 @@
 // host; callers that know it add it.
 #pragma once
 
-#include "common/stream.hpp"
 #include "control/messages.hpp"
+#include "wire/stream.hpp"
 
 #include <rpmem/error.hpp>
 

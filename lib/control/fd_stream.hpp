@@ -15,7 +15,7 @@
 // PIPE_BUF chunks after poll() reported POLLOUT, which Linux guarantees not to block (one writer).
 #pragma once
 
-#include "common/stream.hpp"
+#include "wire/stream.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // Frames: header validation, message type names, and moving frames over a byte_stream.
 #include "control/codec.hpp"
 
-#include "common/wire.hpp"
+#include "wire/wire.hpp"
 
 #include <fmt/format.h>
 

@@ -22,9 +22,9 @@
 // thread-safe); distinct sessions may be used concurrently from different threads.
 #pragma once
 
-#include "common/stream.hpp"
 #include "ssh/options.hpp"
 #include "ssh/target.hpp"
+#include "wire/stream.hpp"
 
 #include <chrono>
 #include <memory>

@@ -20,7 +20,7 @@
 //   - execute() returns only 0, EINVAL, EPROTO (EIO is reserved for failing persists, which this
 //     region never does).
 // Build and run: scripts/fuzz.sh (or -DRPMEM_FUZZ=ON with clang, target lane_fuzz).
-#include "common/lane_msg.hpp"
+#include "lane/lane_msg.hpp"
 #include "lane_exec.hpp"
 
 #include <sanitizer/asan_interface.h>

@@ -4,10 +4,9 @@
 // on its stdin, descriptors that try to leave the poolset directory, file modes.
 #include "replica_fixture.hpp"
 
-#include "common/wire.hpp"
+#include "wire/wire.hpp"
 
 #include "client/control_session.hpp"
-#include "common/lane_msg.hpp"
 #include "control/codec.hpp"
 #include "fabric/cq.hpp"
 #include "fabric/endpoint.hpp"
@@ -15,6 +14,7 @@
 #include "fabric/fabric.hpp"
 #include "fabric/info.hpp"
 #include "fabric/mr.hpp"
+#include "lane/lane_msg.hpp"
 #include "rpmem/error.hpp"
 #include "support/child.hpp"
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Control-protocol codec: round trips, golden bytes, and rejection of every malformed input the
 // decoders must refuse (docs/protocol.md lists the rules tested here).
-#include "common/wire.hpp"
 #include "control_samples.hpp"
+#include "wire/wire.hpp"
 
 #include <catch2/catch.hpp>
 

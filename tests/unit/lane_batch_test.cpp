@@ -3,7 +3,7 @@
 // applies; ranges are inline up to the threshold; a full batch says so; older inline bytes under
 // a newer write are detected; large persists are cut into whole, 4 KiB-aligned chunks.
 #include "client/lane_batch.hpp"
-#include "common/lane_msg.hpp"
+#include "lane/lane_msg.hpp"
 #include "lane_exec.hpp"
 
 #include <catch2/catch.hpp>

@@ -9,7 +9,7 @@
 // Little-endian like every rpmem wire format.
 #pragma once
 
-#include "common/wire.hpp"
+#include "wire/wire.hpp"
 
 #include <algorithm>
 #include <array>
