@@ -124,14 +124,14 @@ void replicated_pool::impl::replicate_loop()
 				// trip per round, all replicas in parallel. (A flush that
 				// overflowed the request would send it and wait, one replica after
 				// the other.)
-				const client::data_path *lanes = nullptr;
+				std::vector<const client::data_path *> lanes;
 				for (auto &r : remotes)
-					if (!lanes && r.rp && !r.lost)
-						lanes = &r.rp->lanes();
-				for (std::size_t from = 0, to = 0; lanes && from < batch.size();
-				     from = to) {
+					if (active(r))
+						lanes.push_back(&r.rp->lanes());
+				for (std::size_t from = 0, to = 0;
+				     !lanes.empty() && from < batch.size(); from = to) {
 					to = round_end(
-					    *lanes, batch.size(), from, ranges_per_drain,
+					    lanes, batch.size(), from, ranges_per_drain,
 					    [&](std::size_t i) { return batch[i].r.length; });
 					remote_all(
 					    "asynchronous replication",

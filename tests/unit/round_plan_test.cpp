@@ -14,24 +14,30 @@ using rpmem::replication::round_end;
 namespace
 {
 
-/** A lane whose requests hold 1000 payload bytes; ranges up to 100 bytes travel inline
- * (costing their bytes + 16), larger ones are written and cost 16. */
+/** A lane whose requests hold `capacity` payload bytes; ranges up to `threshold` bytes travel
+ * inline (costing their bytes + 16), larger ones are written and cost 16. */
 struct fake_lanes {
-	bool travels_inline(std::size_t len) const { return len <= 100; }
+	std::size_t threshold = 100;
+	std::size_t capacity = 1000;
+	bool travels_inline(std::size_t len) const { return len <= threshold; }
 	std::size_t batch_cost(std::size_t len) const
 	{
 		return (travels_inline(len) ? len : 0) + 16;
 	}
-	std::size_t batch_capacity() const { return 1000; }
+	std::size_t batch_capacity() const { return capacity; }
 };
 
 /** The rounds of a whole queue, as [from, to) pairs. */
-std::vector<std::pair<std::size_t, std::size_t>> rounds(const std::vector<std::size_t> &lens,
-                                                        std::size_t max_ranges = 32)
+std::vector<std::pair<std::size_t, std::size_t>>
+rounds(const std::vector<std::size_t> &lens, std::size_t max_ranges = 32,
+       const std::vector<fake_lanes> &replicas = {fake_lanes{}})
 {
+	std::vector<const fake_lanes *> lanes;
+	for (const auto &r : replicas)
+		lanes.push_back(&r);
 	std::vector<std::pair<std::size_t, std::size_t>> out;
 	for (std::size_t from = 0; from < lens.size();) {
-		auto to = round_end(fake_lanes{}, lens.size(), from, max_ranges,
+		auto to = round_end(lanes, lens.size(), from, max_ranges,
 		                    [&](std::size_t i) { return lens[i]; });
 		REQUIRE(to > from);
 		out.emplace_back(from, to);
@@ -64,8 +70,21 @@ TEST_CASE("round plan: a round holds what fits one request and at most max_range
 	CHECK(rounds(std::vector<std::size_t>(10, 100)) == R{{0, 8}, {8, 10}});
 	CHECK(rounds(std::vector<std::size_t>(5, 5000), 2) == R{{0, 2}, {2, 4}, {4, 5}});
 	// A range that alone exceeds the request still makes a round of its own.
-	struct tiny : fake_lanes {
-		std::size_t batch_capacity() const { return 10; }
-	};
-	CHECK(round_end(tiny{}, 3, 0, 32, [](std::size_t) { return 50; }) == 1);
+	const fake_lanes tiny{100, 10};
+	const std::vector<const fake_lanes *> one{&tiny};
+	CHECK(round_end(one, 3, 0, 32, [](std::size_t) { return 50; }) == 1);
+}
+
+TEST_CASE("round plan: with several replicas the rule holds for each, whatever threshold it "
+          "measured",
+          "[unit][round_plan]")
+{
+	// Replica A sends 3000 bytes inline, replica B writes them: after the 16-byte commit
+	// (inline on both), the 3000-byte range would overtake it on B. Planned with A's lanes
+	// alone, [16, 3000] was one round.
+	const std::vector<fake_lanes> ab{{4096, 8000}, {100, 8000}};
+	CHECK(rounds({16, 3000}, 32, ab) == R{{0, 1}, {1, 2}});
+	CHECK(rounds({3000, 16}, 32, ab) == R{{0, 2}});
+	// The request that fills first ends the round: A carries 3000-byte ranges inline.
+	CHECK(rounds({3000, 3000, 3000}, 32, ab) == R{{0, 2}, {2, 3}});
 }
