@@ -16,7 +16,7 @@ using namespace replication;
 // ---------------------------------------------------------------------------------------------
 // failure policy
 
-void replicated_pool::impl::mark_lost(std::size_t index, const std::string &why, bool remote)
+void replicated_pool::impl::mark_lost(std::size_t index, const std::string &why)
 {
 	// The lower layer's advice (close the pool and open it again) is not this pool's remedy.
 	std::string reason = why;
@@ -27,30 +27,25 @@ void replicated_pool::impl::mark_lost(std::size_t index, const std::string &why,
 	else
 		reason += " (" + remedy + ")";
 	std::lock_guard g(state_mu);
-	if (remote) {
-		for (auto &r : remotes)
-			if (r.index == index && !r.lost) {
-				r.lost = true;
-				r.error = reason;
-				lost_unreported.push_back({index, true, where(r), false, reason});
-			}
-	} else {
-		for (auto &l : locals)
-			if (l.index == index && !l.lost) {
-				l.lost = true;
-				l.error = reason;
-				lost_unreported.push_back(
-				    {index, false, l.map->path(0), false, reason});
-			}
-	}
+	for (auto &r : remotes)
+		if (r.index == index && !r.lost) {
+			r.lost = true;
+			r.error = reason;
+			lost_unreported.push_back({index, true, where(r), false, reason});
+			any_unreported.store(true, std::memory_order_release);
+		}
 }
 
 void replicated_pool::impl::notify_lost()
 {
+	// Every fan-out ends here: no lock unless a loss waits to be reported.
+	if (!any_unreported.load(std::memory_order_acquire))
+		return;
 	std::vector<replica_status> lost;
 	{
 		std::lock_guard g(state_mu);
 		lost.swap(lost_unreported);
+		any_unreported.store(false, std::memory_order_relaxed);
 	}
 	if (opts.on_replica_lost)
 		for (const auto &st : lost)
@@ -60,10 +55,11 @@ void replicated_pool::impl::notify_lost()
 void replicated_pool::impl::fail_lost(const char *what, std::size_t index, int err,
                                       const std::string &why) const
 {
-	throw rpmem::error(err, fmt::format("{}: replica {} is lost ({}): the pool set is not "
-	                                    "fully replicated; bring the replica back and call "
-	                                    "resync({}), or use failure_policy::degrade",
-	                                    what, index, why, index));
+	// `why` already ends with the remedy (mark_lost): resync(index).
+	throw rpmem::error(err,
+	                   fmt::format("{}: replica {} is lost: {}; the pool set is not fully "
+	                               "replicated (failure_policy::degrade goes on without it)",
+	                               what, index, why));
 }
 
 void replicated_pool::impl::check_not_lost(const char *what) const
@@ -112,7 +108,7 @@ void replicated_pool::impl::remote_all(const char *what,
 			continue;
 		std::string msg;
 		int err = errnum_of(errors[i], &msg);
-		mark_lost(remotes[i].index, msg, true);
+		mark_lost(remotes[i].index, msg);
 		if (failed == remotes.size()) {
 			failed = i;
 			failed_err = err;
@@ -139,7 +135,7 @@ void replicated_pool::impl::clear_behind_marks()
 			const auto clean = marked_behind(r.attr, false);
 			r.rp->set_attr(&clean);
 		} catch (const rpmem::error &e) {
-			mark_lost(r.index, e.message(), true);
+			mark_lost(r.index, e.message());
 		}
 	}
 	notify_lost();

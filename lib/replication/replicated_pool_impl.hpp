@@ -161,14 +161,11 @@ struct replicated_pool::impl {
 	/** Runs op on every remote replica in sync, all at once; applies the failure policy. */
 	void remote_all(const char *what, const std::function<void(remote_replica &)> &post,
 	                const std::function<void(remote_replica &)> &complete);
-	/** Marks a replica lost; on_replica_lost hears of it from notify_lost(). */
-	void mark_lost(std::size_t index, const std::string &why, bool remote);
+	/** Marks remote replica `index` lost; on_replica_lost hears of it from notify_lost(). */
+	void mark_lost(std::size_t index, const std::string &why);
 	/** Calls on_replica_lost for every replica lost since the last call. Called with no lock
 	 * held, so the callback may call the pool (see on_replica_lost). */
 	void notify_lost();
-	/** Runs f with remote_mu held exclusively, then notify_lost(), then rethrows what f
-	 * threw. */
-	template <class F> void with_remotes(F &&f);
 	/** Runs f(lane) on the calling thread's lane (remote_mu shared, the lane's mutex held),
 	 * then notify_lost(), then rethrows what f threw. */
 	template <class F> void with_lane(F &&f);
@@ -178,6 +175,7 @@ struct replicated_pool::impl {
 		return !r.lost && r.rp;
 	}
 	std::vector<replica_status> lost_unreported; // under state_mu
+	std::atomic<bool> any_unreported{false};     // lost_unreported is not empty
 	[[noreturn]] void fail_lost(const char *what, std::size_t index, int err,
 	                            const std::string &why) const;
 	void check_not_lost(const char *what) const;
@@ -189,22 +187,6 @@ struct replicated_pool::impl {
 	/** After the last barrier: every remote replica in sync holds everything. */
 	void clear_behind_marks();
 };
-
-template <class F> void replicated_pool::impl::with_remotes(F &&f)
-{
-	std::exception_ptr err;
-	{
-		std::unique_lock g(remote_mu);
-		try {
-			f();
-		} catch (...) {
-			err = std::current_exception();
-		}
-	}
-	notify_lost();
-	if (err)
-		std::rethrow_exception(err);
-}
 
 template <class F> void replicated_pool::impl::with_lane(F &&f)
 {

@@ -585,6 +585,19 @@ TEST_CASE("replicated_pool: a replica's rpmemd killed mid-stream", "[replication
 		}
 		REQUIRE(failed);
 		CHECK_THROWS_AS(scribble(p, 99, 1), rpmem::error);
+		// Every later call says which replica and what brings it back, once.
+		bool threw = false;
+		try {
+			scribble(p, 98, 1);
+		} catch (const rpmem::error &e) {
+			threw = true;
+			const std::string m = e.message();
+			INFO(m);
+			CHECK(m.find("replica 2 is lost") != std::string::npos);
+			CHECK(m.find("resync(2)") != std::string::npos);
+			CHECK(m.find("resync(2)") == m.rfind("resync(2)"));
+		}
+		CHECK(threw);
 		CHECK(!p.replicas()[2].in_sync);
 		CHECK(p.replicas()[1].in_sync);
 		p.resync(2);
