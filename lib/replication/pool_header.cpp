@@ -51,6 +51,38 @@ std::optional<header_fields> read_header(const void *src, std::string *why)
 	return h;
 }
 
+control::pool_attr to_attr(const header_fields &h)
+{
+	control::pool_attr a;
+	a.signature = h.signature;
+	a.major = h.major;
+	a.compat_features = h.compat;
+	a.incompat_features = h.incompat;
+	a.ro_compat_features = h.ro_compat;
+	a.poolset_uuid = h.poolset;
+	a.uuid = h.self;
+	a.prev_uuid = h.prev_repl;
+	a.next_uuid = h.next_repl;
+	a.user_flags = h.arch;
+	return a;
+}
+
+header_fields from_attr(const control::pool_attr &a)
+{
+	header_fields h;
+	h.signature = a.signature;
+	h.major = a.major;
+	h.compat = a.compat_features;
+	h.incompat = a.incompat_features;
+	h.ro_compat = a.ro_compat_features;
+	h.poolset = a.poolset_uuid;
+	h.self = a.uuid;
+	h.prev_repl = a.prev_uuid;
+	h.next_repl = a.next_uuid;
+	h.arch = a.user_flags;
+	return h;
+}
+
 std::array<std::uint8_t, 16> host_arch_flags()
 {
 	auto flags = pmdk::host_arch_flags();

@@ -43,6 +43,12 @@ void write_header(void *dst, const header_fields &h);
 /** Decodes a header; nullopt and *why when it is all zeros or its checksum is wrong. */
 std::optional<header_fields> read_header(const void *src, std::string *why);
 
+/** The attributes rpmemd writes into a remote replica's header for part 0 fields `h`
+ * (librpmem's util_get_rpmem_attr: the replica links as prev/next, the arch flags as
+ * user_flags), and back. */
+control::pool_attr to_attr(const header_fields &h);
+header_fields from_attr(const control::pool_attr &a);
+
 /** This host's arch flags in PMDK's on-media layout. */
 std::array<std::uint8_t, 16> host_arch_flags();
 

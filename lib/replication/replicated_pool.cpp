@@ -154,20 +154,7 @@ public:
 	}
 
 	/** The attributes rpmemd writes into remote replica r's header. */
-	control::pool_attr remote_attr(std::size_t r) const
-	{
-		auto h = fields(r, 0);
-		control::pool_attr a;
-		a.signature = h.signature;
-		a.major = h.major;
-		a.incompat_features = h.incompat;
-		a.poolset_uuid = h.poolset;
-		a.uuid = h.self;
-		a.prev_uuid = h.prev_repl;
-		a.next_uuid = h.next_repl;
-		a.user_flags = h.arch;
-		return a;
-	}
+	control::pool_attr remote_attr(std::size_t r) const { return to_attr(fields(r, 0)); }
 
 private:
 	const replicated_pool::options &opts_;
@@ -338,12 +325,7 @@ void open_remote(replicated_pool::impl &p, const header_check &check, remote_rep
 	if (a.is_zero())
 		throw rpmem::error(EINVAL, "the remote pool has no header (OPTION "
 		                           "NOHDRS?): it is not a replica of this pool");
-	header_fields h;
-	h.signature = a.signature;
-	h.major = a.major;
-	h.incompat = a.incompat_features;
-	h.poolset = a.poolset_uuid;
-	check(h, "remote replica " + p.where(rr));
+	check(from_attr(a), "remote replica " + p.where(rr));
 	if (a.compat_features & feat_compat_behind)
 		throw rpmem::error(ESTALE, "it may be behind the master: it was written "
 		                           "asynchronously and its writer did not close the pool "

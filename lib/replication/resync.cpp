@@ -79,13 +79,11 @@ void replicated_pool::resync(std::size_t index,
 		}
 		// Gone (or never created): re-create it with the header it should have.
 		if (r.attr.is_zero()) {
-			header_fields h = d.master->read_header(0);
-			r.attr.signature = h.signature;
-			r.attr.major = h.major;
-			r.attr.incompat_features = h.incompat;
-			r.attr.poolset_uuid = h.poolset;
+			// The master's identity and arch flags; a UUID of its own, no links
+			// (its neighbours' UUIDs are not known here).
+			r.attr = to_attr(d.master->read_header(0));
 			r.attr.uuid = generate_uuid();
-			r.attr.user_flags = h.arch;
+			r.attr.prev_uuid = r.attr.next_uuid = {};
 		}
 		try {
 			lanes = lanes_per_replica;
