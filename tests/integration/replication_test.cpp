@@ -12,6 +12,7 @@
 #include <rpmem/pool.hpp>
 #include <rpmem/replicated_pool.hpp>
 
+#include <atomic>
 #include <cerrno>
 #include <random>
 #include <sys/wait.h>
@@ -751,6 +752,67 @@ TEST_CASE("replicated_pool: on_replica_lost may call the pool; the lost replica'
 	p.close();
 	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (resynced)");
 	require_equal(expect, s.remote_data(1, expect.size() + K4), "replica 2");
+}
+
+TEST_CASE("replicated_pool: a replica's rpmemd killed while four threads persist",
+          "[replication][fault][threads]")
+{
+	// Every thread's fan-out sees the loss at once: it is reported once, the other replica
+	// keeps everything, and resync brings the lost one back while the pool is shared.
+	sshd server;
+	replicated_setup s(server, 2, {"8M"}, false, "8M");
+	std::atomic<int> reports{0};
+	replicated_pool::options o;
+	o.on_failure = replicated_pool::failure_policy::degrade;
+	o.on_replica_lost = [&](const replicated_pool::replica_status &st) {
+		CHECK(st.index == 1);
+		++reports;
+	};
+	auto p = replicated_pool::create(s.path(), s.options(o));
+	constexpr unsigned threads = 4;
+	const std::size_t slice = p.data().size() / threads;
+	std::atomic<bool> stop{false};
+	std::atomic<unsigned> done{0}, running{threads};
+	std::vector<std::string> why(threads);
+	std::vector<std::thread> ts;
+	for (unsigned t = 0; t < threads; ++t)
+		ts.emplace_back([&, t] {
+			std::mt19937_64 rng(60 + t);
+			auto mine = p.data().subspan(t * slice, slice);
+			try {
+				while (!stop) {
+					std::size_t len = 1 + rng() % K4;
+					std::size_t off = rng() % (mine.size() - len);
+					std::memset(mine.data() + off, static_cast<int>(rng()),
+					            len);
+					p.persist(mine.subspan(off, len));
+					++done;
+				}
+			} catch (const std::exception &e) {
+				why[t] = e.what();
+			}
+			--running; // a thread that failed ends the waits below, not a hang
+		});
+	while (done < 400 && running == threads)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	REQUIRE(run_kill_rpmemd(s.node(0).dir().string()));
+	for (unsigned before = done; done < before + 400 && running == threads;)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	stop = true;
+	for (auto &th : ts)
+		th.join();
+	for (unsigned t = 0; t < threads; ++t) {
+		INFO("thread " << t);
+		CHECK(why[t].empty());
+	}
+	CHECK(reports == 1);
+	CHECK(!p.replicas()[1].in_sync);
+	CHECK(p.replicas()[2].in_sync);
+	auto expect = master_data(p);
+	require_equal(expect, s.remote_data(1, p.size()), "replica 2, never lost");
+	p.resync(1);
+	require_equal(master_data(p), s.remote_data(0, p.size()), "replica 1 after resync");
+	p.close();
 }
 
 TEST_CASE("replicated_pool opens a pool set whose remote replica is missing in degraded mode",
