@@ -5,7 +5,7 @@
 #pragma once
 
 #include "device_dax.hpp"
-#include "pool_map.hpp"
+#include "pool_header.hpp"
 
 #include "control/messages.hpp"
 #include <rpmem/error.hpp>

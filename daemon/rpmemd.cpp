@@ -2,9 +2,9 @@
 // rpmemd: the replica-side daemon. One process per SSH session and at most one pool per
 // process; the SSH login authenticated the user, Unix permissions authorize. stdout carries
 // the control protocol and nothing else.
-#include "bus_error.hpp"
 #include "config.hpp"
 #include "log.hpp"
+#include "pool_header.hpp"
 #include "pool_store.hpp"
 #include "session.hpp"
 

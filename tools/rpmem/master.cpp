@@ -32,7 +32,7 @@ master::master(const poolset::poolset &ps)
 		    fmt::format("{}: the master replica (the first one) must be local", ps.file));
 	const auto &parts = ps.replicas[0].parts;
 	std::size_t nhdrs = ps.header_count(0);
-	std::vector<rpmemd::map_source> sources;
+	std::vector<pmdk::map_source> sources;
 	for (std::size_t i = 0; i < parts.size(); ++i) {
 		const auto &p = parts[i];
 		int fd = ::open(p.path.c_str(), O_RDWR | O_CLOEXEC);
@@ -56,16 +56,16 @@ master::master(const poolset::poolset &ps)
 			                "{} the pool set declares: the pool was not created "
 			                "from this pool set",
 			                ps.file, p.line, p.path, st.st_size, p.size));
-		std::uint64_t off = i > 0 && nhdrs == parts.size() ? rpmemd::pool_hdr_size : 0;
-		std::uint64_t len = (p.size & ~(rpmemd::pool_hdr_size - 1)) - off;
+		std::uint64_t off = i > 0 && nhdrs == parts.size() ? pmdk::pool_hdr_size : 0;
+		std::uint64_t len = (p.size & ~(pmdk::pool_hdr_size - 1)) - off;
 		sources.push_back({.fd = fd, .offset = off, .length = len, .path = p.path});
 	}
-	map_ = std::make_unique<rpmemd::pool_map>(sources);
+	map_ = std::make_unique<pmdk::pool_map>(sources);
 	size_ = map_->size();
 	if (nhdrs > 0) {
-		rpmemd::pool_hdr h;
+		pmdk::pool_hdr h;
 		std::memcpy(&h, map_->base(), sizeof(h));
-		if (auto wrong = rpmemd::check_header_alone(h))
+		if (auto wrong = pmdk::check_header_alone(h))
 			throw failure(fmt::format("{}: master part 0 ({}): {}: check it with "
 			                          "`pmempool check` or rebuild it from a replica",
 			                          ps.file, parts[0].path, *wrong));
@@ -73,9 +73,9 @@ master::master(const poolset::poolset &ps)
 	}
 }
 
-control::pool_attr replica_attr(const rpmemd::pool_hdr &h)
+control::pool_attr replica_attr(const pmdk::pool_hdr &h)
 {
-	control::pool_attr a = rpmemd::header_attr(h);
+	control::pool_attr a = pmdk::header_attr(h);
 	return a;
 }
 

@@ -2,12 +2,12 @@
 // The master replica of a pool set on this host, mapped as libpmemobj maps it: every part back
 // to back in one range, part 0 from its header, parts i > 0 from past their own 4 KiB header
 // (none with SINGLEHDR/NOHDRS), so range offsets are the ones libpmemobj sends to replicas.
-// Mapping and headers come from rpmemd's store (daemon/pool_map, daemon/pool_header): one
-// implementation of PMDK's layout for the daemon and the tool.
+// Mapping and headers come from the local pool layer (lib/pmdk): one implementation of
+// PMDK's layout for the daemon, replicated_pool and the tool.
 #pragma once
 
-#include "pool_header.hpp"
-#include "pool_map.hpp"
+#include "pmdk/pool_header.hpp"
+#include "pmdk/pool_map.hpp"
 #include "poolset/poolset.hpp"
 
 #include <memory>
@@ -29,20 +29,20 @@ public:
 	std::uint64_t size() const { return size_; }
 	/** First byte replicated through persists: 4096 with headers (the header travels only
 	 * as attributes), 0 for NOHDRS. */
-	std::uint64_t data_offset() const { return header_ ? rpmemd::pool_hdr_size : 0; }
+	std::uint64_t data_offset() const { return header_ ? pmdk::pool_hdr_size : 0; }
 	/** Part 0's header; nullopt for NOHDRS pools. */
-	const std::optional<rpmemd::pool_hdr> &header() const { return header_; }
+	const std::optional<pmdk::pool_hdr> &header() const { return header_; }
 
 private:
-	std::vector<rpmemd::unique_fd> fds_;
-	std::unique_ptr<rpmemd::pool_map> map_;
+	std::vector<pmdk::unique_fd> fds_;
+	std::unique_ptr<pmdk::pool_map> map_;
 	std::uint64_t size_ = 0;
-	std::optional<rpmemd::pool_hdr> header_;
+	std::optional<pmdk::pool_hdr> header_;
 };
 
 /** The attributes replica r (> 0) of an n-replica set must carry: the master's signature,
  * version, features, pool set UUID and arch flags; uuid/next/prev as given. */
-control::pool_attr replica_attr(const rpmemd::pool_hdr &master_hdr);
+control::pool_attr replica_attr(const pmdk::pool_hdr &master_hdr);
 
 /** Takes flock(LOCK_EX|LOCK_NB) on fd; throws failure naming path when it is in use. */
 void lock_or_throw(int fd, const std::string &path, const char *what_holds_it);

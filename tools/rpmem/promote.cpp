@@ -10,7 +10,7 @@
 #include "master.hpp"
 #include "tool.hpp"
 
-#include "pool_header.hpp"
+#include "pmdk/pool_header.hpp"
 
 #include <fmt/format.h>
 
@@ -27,9 +27,9 @@ namespace
 {
 
 struct part_header {
-	rpmemd::unique_fd fd;
+	pmdk::unique_fd fd;
 	std::string path;
-	rpmemd::pool_hdr hdr{};
+	pmdk::pool_hdr hdr{};
 };
 
 void read_header(part_header &p)
@@ -82,7 +82,7 @@ int cmd_promote(const promote_args &a)
 			throw failure(fmt::format("{}:{}: cannot open part {} ({}): {}", a.poolset,
 			                          parts[i].line, i, parts[i].path,
 			                          std::strerror(errno)));
-		hs.push_back({rpmemd::unique_fd(fd), parts[i].path, {}});
+		hs.push_back({pmdk::unique_fd(fd), parts[i].path, {}});
 		lock_or_throw(fd, parts[i].path, "rpmemd or an application");
 		read_header(hs.back());
 	}
@@ -91,7 +91,7 @@ int cmd_promote(const promote_args &a)
 	for (std::size_t i = 0; i < nhdrs; ++i) {
 		auto prev = hs[(i + nhdrs - 1) % nhdrs].hdr.part_uuid;
 		auto next = hs[(i + 1) % nhdrs].hdr.part_uuid;
-		if (auto wrong = rpmemd::check_header(hs[i].hdr, first, prev, next))
+		if (auto wrong = pmdk::check_header(hs[i].hdr, first, prev, next))
 			throw failure(fmt::format("{}: part {} ({}): {}: the replica cannot be "
 			                          "promoted; rebuild it from another replica "
 			                          "(pmempool sync)",
@@ -104,7 +104,7 @@ int cmd_promote(const promote_args &a)
 	fmt::print("  replica links: prev {} next {}{}\n", uuid_text(first.prev_repl_uuid),
 	           uuid_text(first.next_repl_uuid),
 	           linked_to_self ? " (already itself: a single-replica pool)" : "");
-	const bool behind = rpmemd::load_le(first.feat.compat) & rpmemd::feat_compat_rpmem_behind;
+	const bool behind = pmdk::load_le(first.feat.compat) & pmdk::feat_compat_rpmem_behind;
 	if (behind && !a.force)
 		throw failure(fmt::format(
 		    "{}: the replica may be behind its master: it was written asynchronously "
@@ -116,7 +116,7 @@ int cmd_promote(const promote_args &a)
 	if (behind)
 		fmt::print("  warning: marked possibly behind its master (--force: promoting it "
 		           "anyway; the mark is cleared)\n");
-	if (rpmemd::load_le(first.feat.incompat) & rpmemd::feat_incompat_sds && first.sds.dirty)
+	if (pmdk::load_le(first.feat.incompat) & pmdk::feat_incompat_sds && first.sds.dirty)
 		fmt::print(
 		    "  shutdown state: dirty (the replica was open when the master was lost); "
 		    "libpmemobj checks it on open\n");
@@ -125,9 +125,9 @@ int cmd_promote(const promote_args &a)
 		for (auto &p : hs) {
 			p.hdr.prev_repl_uuid = self;
 			p.hdr.next_repl_uuid = self;
-			rpmemd::store_le(p.hdr.feat.compat, rpmemd::load_le(p.hdr.feat.compat) &
-			                                        ~rpmemd::feat_compat_rpmem_behind);
-			rpmemd::seal(p.hdr);
+			pmdk::store_le(p.hdr.feat.compat, pmdk::load_le(p.hdr.feat.compat) &
+			                                      ~pmdk::feat_compat_rpmem_behind);
+			pmdk::seal(p.hdr);
 			write_header(p);
 		}
 		fmt::print("promoted: replica links of {} header(s) now point at {}\n", hs.size(),

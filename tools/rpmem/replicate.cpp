@@ -115,9 +115,9 @@ public:
 			int fd = ::open(ps.replicas[r].parts[0].path.c_str(), O_RDONLY | O_CLOEXEC);
 			if (fd < 0)
 				continue;
-			rpmemd::pool_hdr hdr;
+			pmdk::pool_hdr hdr;
 			if (pread(fd, &hdr, sizeof(hdr), 0) == sizeof(hdr) &&
-			    !rpmemd::check_header_alone(hdr))
+			    !pmdk::check_header_alone(hdr))
 				learn(r, hdr.part_uuid, hdr.prev_repl_uuid, hdr.next_repl_uuid);
 			::close(fd);
 		}
@@ -147,8 +147,8 @@ private:
 control::pool_attr expected_attr(const master &m, const ring &ring, std::size_t r,
                                  const control::pool_attr &have)
 {
-	control::pool_attr want = rpmemd::header_attr(*m.header());
-	want.compat_features &= ~rpmemd::feat_compat_rpmem_behind;
+	control::pool_attr want = pmdk::header_attr(*m.header());
+	want.compat_features &= ~pmdk::feat_compat_rpmem_behind;
 	want.uuid = have.uuid;
 	want.prev_uuid = ring.prev(r).value_or(have.prev_uuid);
 	want.next_uuid = ring.next(r).value_or(have.next_uuid);
@@ -172,7 +172,7 @@ std::vector<std::string> attr_differences(const control::pool_attr &want,
 	if (want.major != have.major)
 		out.push_back(fmt::format("major {} (master: {})", have.major, want.major));
 	// The "possibly behind" mark is the replica's own (reported by itself, not a difference).
-	if (want.compat_features != (have.compat_features & ~rpmemd::feat_compat_rpmem_behind) ||
+	if (want.compat_features != (have.compat_features & ~pmdk::feat_compat_rpmem_behind) ||
 	    want.incompat_features != have.incompat_features ||
 	    want.ro_compat_features != have.ro_compat_features)
 		out.push_back("feature flags differ from the master's");
@@ -228,7 +228,7 @@ std::optional<range> ignored(const master &m)
 {
 	if (!m.header() || signature_text(m.header()->signature) != "PMEMOBJ")
 		return std::nullopt;
-	return range{rpmemd::pool_hdr_size + 2048, 8192};
+	return range{pmdk::pool_hdr_size + 2048, 8192};
 }
 
 int verify_replica(const poolset::poolset &ps, const master &m, ring &ring, std::size_t r,
@@ -241,7 +241,7 @@ int verify_replica(const poolset::poolset &ps, const master &m, ring &ring, std:
 	auto pool =
 	    remote_pool::open(rep.target, rep.descriptor, buf.data(), m.size(), &lanes, &have);
 	unsigned problems = 0;
-	if (have.compat_features & rpmemd::feat_compat_rpmem_behind)
+	if (have.compat_features & pmdk::feat_compat_rpmem_behind)
 		fmt::print(
 		    "{}: marked possibly behind the master (an asynchronous writer did not "
 		    "close it cleanly); the comparison below says whether it is; `rpmem sync` "
@@ -331,7 +331,7 @@ int sync_replica(const poolset::poolset &ps, const master &m, ring &ring, std::s
 	}
 	// A replica marked possibly behind keeps the mark until the copy is complete, so an
 	// interrupted sync leaves it marked.
-	const bool behind = have.compat_features & rpmemd::feat_compat_rpmem_behind;
+	const bool behind = have.compat_features & pmdk::feat_compat_rpmem_behind;
 	control::pool_attr want{};
 	if (m.header()) {
 		ring.learn(r, have.uuid, have.prev_uuid, have.next_uuid);
@@ -339,7 +339,7 @@ int sync_replica(const poolset::poolset &ps, const master &m, ring &ring, std::s
 		if (!attr_differences(want, have, ring, r).empty()) {
 			auto during = want;
 			if (behind)
-				during.compat_features |= rpmemd::feat_compat_rpmem_behind;
+				during.compat_features |= pmdk::feat_compat_rpmem_behind;
 			pool->set_attr(&during);
 			fmt::print("{}: header attributes repaired from the master's\n",
 			           replica_name(ps, r));

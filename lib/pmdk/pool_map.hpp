@@ -3,7 +3,7 @@
 // and the persistence primitive that matches the medium (pmem_persist or pmem_msync).
 #pragma once
 
-#include "pool_header.hpp"
+#include "pmdk/pool_header.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace rpmemd
+namespace rpmem::pmdk
 {
 
 /** Owns a file descriptor; closing it also drops the flock held on it. */
@@ -112,4 +112,4 @@ std::string system_failure(int e, std::string_view what, std::string_view todo =
 /** The system page size; pool layout assumes 4 KiB (PMDK's x86-64 POOL_HDR_SIZE). */
 std::uint64_t page_size() noexcept;
 
-} // namespace rpmemd
+} // namespace rpmem::pmdk

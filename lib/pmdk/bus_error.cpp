@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "bus_error.hpp"
+#include "pmdk/bus_error.hpp"
 
 #include <algorithm>
 #include <array>
@@ -9,7 +9,7 @@
 #include <ctime>
 #include <unistd.h>
 
-namespace rpmemd
+namespace rpmem::pmdk
 {
 namespace
 {
@@ -182,4 +182,4 @@ mapped_range::~mapped_range()
 	r.taken.store(false);
 }
 
-} // namespace rpmemd
+} // namespace rpmem::pmdk

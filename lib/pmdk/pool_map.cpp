@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Contiguous mapping of a pool's parts (PMDK set.c util_replica_map_local) and its persistence.
-#include "pool_map.hpp"
+#include "pmdk/pool_map.hpp"
 
-#include "bus_error.hpp"
+#include "pmdk/bus_error.hpp"
 
 #include <rpmem/error.hpp>
 
@@ -21,7 +21,7 @@ extern "C" void AnnotateBenignRaceSized(const char *file, int line, const volati
                                         unsigned long size, const char *description);
 #endif
 
-namespace rpmemd
+namespace rpmem::pmdk
 {
 namespace
 {
@@ -257,4 +257,4 @@ void header_window::persist() const
 	}
 }
 
-} // namespace rpmemd
+} // namespace rpmem::pmdk

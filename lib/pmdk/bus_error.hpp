@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace rpmemd
+namespace rpmem::pmdk
 {
 
 /**
@@ -33,4 +33,4 @@ private:
 	int slot_; // -1: the table was full; the handler then names no part
 };
 
-} // namespace rpmemd
+} // namespace rpmem::pmdk
