@@ -77,12 +77,6 @@ std::uint64_t page_down(std::uint64_t v) noexcept
 	return v & ~(page_size() - 1);
 }
 
-extent part_extent(std::size_t i, std::uint64_t part_size, std::size_t nparts, unsigned nhdrs)
-{
-	std::uint64_t off = i > 0 && nhdrs == nparts ? pool_hdr_size : 0;
-	return {off, page_down(part_size - off)};
-}
-
 std::string read_poolset_text(int fd, const std::string &path)
 {
 	std::string text;

@@ -35,14 +35,6 @@ bool is_zero(const pool_attr &a) noexcept;
 
 std::uint64_t page_down(std::uint64_t v) noexcept;
 
-/** Where part i's share of the pool's address space lies in its file (reference §7.7). */
-struct extent {
-	std::uint64_t offset; // past the part's own header for parts i > 0 with headers
-	std::uint64_t length;
-};
-
-extent part_extent(std::size_t i, std::uint64_t part_size, std::size_t nparts, unsigned nhdrs);
-
 /** A pool set (or a plain pool file, PMDK's single-part pool) as the store needs it. */
 struct layout {
 	std::string file;

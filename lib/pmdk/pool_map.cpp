@@ -15,12 +15,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_THREAD__)
-// ThreadSanitizer's runtime (dynamic annotations).
-extern "C" void AnnotateBenignRaceSized(const char *file, int line, const volatile void *mem,
-                                        unsigned long size, const char *description);
-#endif
-
 namespace rpmem::pmdk
 {
 namespace
@@ -144,6 +138,12 @@ std::uint64_t page_size() noexcept
 	return size;
 }
 
+extent part_extent(std::size_t i, std::uint64_t part_size, std::size_t nparts, std::size_t nhdrs)
+{
+	std::uint64_t off = i > 0 && nhdrs == nparts ? pool_hdr_size : 0;
+	return {off, (part_size - off) & ~(page_size() - 1)};
+}
+
 pool_map::pool_map(std::span<const map_source> parts)
 {
 	for (const auto &p : parts)
@@ -175,16 +175,6 @@ pool_map::pool_map(std::span<const map_source> parts)
 		throw;
 	}
 	is_pmem_ = map_sync_ || parts[0].dax_alignment != 0 || pmem_is_pmem(base_, size_);
-#if defined(__SANITIZE_THREAD__)
-	// The pool's bytes belong to the client: RMA writes and reads on different connections
-	// (served by different workers' progress) and the lane executor's copies touch them on
-	// different threads, in the order the client's completions impose. That order crosses the
-	// network, where ThreadSanitizer cannot follow it (seen: a write landing by recv on one
-	// worker "racing" with an earlier APM read's sendmsg on another). Races on these bytes
-	// are ruled out by the protocol, and tried by the prefix, soak and fault tests instead.
-	AnnotateBenignRaceSized(__FILE__, __LINE__, base_, size_,
-	                        "pool bytes, ordered by the client");
-#endif
 }
 
 pool_map::~pool_map()

@@ -112,4 +112,13 @@ std::string system_failure(int e, std::string_view what, std::string_view todo =
 /** The system page size; pool layout assumes 4 KiB (PMDK's x86-64 POOL_HDR_SIZE). */
 std::uint64_t page_size() noexcept;
 
+/** Where part i's share of a pool's address space lies in its file (PMDK set.c
+ *  util_replica_map_local; reference §7.7): parts i > 0 start past their own 4 KiB header
+ *  when every part has one (not with SINGLEHDR or NOHDRS), and end at a page boundary. */
+struct extent {
+	std::uint64_t offset;
+	std::uint64_t length;
+};
+extent part_extent(std::size_t i, std::uint64_t part_size, std::size_t nparts, std::size_t nhdrs);
+
 } // namespace rpmem::pmdk

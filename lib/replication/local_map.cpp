@@ -14,23 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifndef MAP_SHARED_VALIDATE
-#define MAP_SHARED_VALIDATE 0x03
-#endif
-#ifndef MAP_SYNC
-#define MAP_SYNC 0x80000
-#endif
-
 namespace rpmem::replication
 {
 
 namespace
 {
-
-constexpr std::size_t align_down(std::uint64_t v)
-{
-	return static_cast<std::size_t>(v & ~(std::uint64_t{pool_hdr_size} - 1));
-}
 
 [[noreturn]] void fail(int err, const std::string &what)
 {
@@ -39,13 +27,7 @@ constexpr std::size_t align_down(std::uint64_t v)
 
 } // namespace
 
-local_map::~local_map()
-{
-	if (base_)
-		munmap(base_, reserved_);
-	for (int fd : fds_)
-		::close(fd);
-}
+local_map::~local_map() = default;
 
 std::unique_ptr<local_map> local_map::create(const poolset::replica &r, std::size_t size)
 {
@@ -56,7 +38,7 @@ std::unique_ptr<local_map> local_map::create(const poolset::replica &r, std::siz
 			fail(errno, fmt::format("cannot create pool part {}: check the directory "
 			                        "exists and is writable",
 			                        p.path));
-		l->fds_.push_back(fd);
+		l->fds_.emplace_back(fd);
 		l->paths_.push_back(p.path);
 		struct stat st {
 		};
@@ -83,7 +65,7 @@ std::unique_ptr<local_map> local_map::open(const poolset::replica &r, std::size_
 		if (fd < 0)
 			fail(errno, fmt::format("cannot open pool part {} (pool set line {})",
 			                        p.path, p.line));
-		l->fds_.push_back(fd);
+		l->fds_.emplace_back(fd);
 		l->paths_.push_back(p.path);
 		struct stat st {
 		};
@@ -101,31 +83,15 @@ std::unique_ptr<local_map> local_map::open(const poolset::replica &r, std::size_
 
 void local_map::map(const poolset::replica &r, std::size_t size)
 {
-	reserved_ = size;
-	void *res =
-	    mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (res == MAP_FAILED)
-		fail(errno,
-		     fmt::format("cannot reserve {} bytes of address space for the pool", size));
-	base_ = static_cast<std::byte *>(res);
-	size_ = size;
-	bool all_sync = true;
+	// Only as much of this replica as the master has: a replica may be larger.
+	std::vector<pmdk::map_source> sources;
 	std::size_t at = 0;
 	for (std::size_t i = 0; i < r.parts.size() && at < size; ++i) {
-		std::size_t file_off = i == 0 ? 0 : pool_hdr_size;
-		std::size_t len = align_down(r.parts[i].size) - file_off;
-		len = std::min(len, size - at);
-		void *want = base_ + at;
-		void *p = mmap(want, len, PROT_READ | PROT_WRITE,
-		               MAP_SHARED_VALIDATE | MAP_SYNC | MAP_FIXED, fds_[i],
-		               static_cast<off_t>(file_off));
-		if (p == MAP_FAILED) {
-			all_sync = false;
-			p = mmap(want, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fds_[i],
-			         static_cast<off_t>(file_off));
-		}
-		if (p == MAP_FAILED)
-			fail(errno, fmt::format("cannot map pool part {}", r.parts[i].path));
+		auto [off, len] =
+		    pmdk::part_extent(i, r.parts[i].size, r.parts.size(), r.parts.size());
+		len = std::min<std::uint64_t>(len, size - at);
+		sources.push_back(
+		    {.fd = fds_[i].get(), .offset = off, .length = len, .path = r.parts[i].path});
 		at += len;
 	}
 	if (at < size)
@@ -133,20 +99,21 @@ void local_map::map(const poolset::replica &r, std::size_t size)
 		                   fmt::format("the replica on line {} holds {} bytes, less "
 		                               "than the master's {}: make its parts larger",
 		                               r.line, at, size));
-	pmem_ = all_sync || pmem_is_pmem(base_, size_);
+	map_ = std::make_unique<pmdk::pool_map>(sources);
 }
 
 void local_map::write_header(std::size_t part, const header_fields &h)
 {
 	if (part == 0) {
-		replication::write_header(base_, h);
+		replication::write_header(base(), h);
 		persist(0, pool_hdr_size);
 		return;
 	}
 	std::array<std::byte, pool_hdr_size> img;
 	replication::write_header(img.data(), h);
-	if (pwrite(fds_[part], img.data(), img.size(), 0) != static_cast<ssize_t>(img.size()) ||
-	    fsync(fds_[part]) != 0)
+	if (pwrite(fds_[part].get(), img.data(), img.size(), 0) !=
+	        static_cast<ssize_t>(img.size()) ||
+	    fsync(fds_[part].get()) != 0)
 		fail(errno, fmt::format("cannot write the pool header of {}", paths_[part]));
 }
 
@@ -154,8 +121,9 @@ header_fields local_map::read_header(std::size_t part) const
 {
 	std::array<std::byte, pool_hdr_size> img;
 	if (part == 0)
-		std::memcpy(img.data(), base_, img.size());
-	else if (pread(fds_[part], img.data(), img.size(), 0) != static_cast<ssize_t>(img.size()))
+		std::memcpy(img.data(), base(), img.size());
+	else if (pread(fds_[part].get(), img.data(), img.size(), 0) !=
+	         static_cast<ssize_t>(img.size()))
 		fail(errno ? errno : EIO,
 		     fmt::format("cannot read the pool header of {}", paths_[part]));
 	std::string why;
@@ -170,43 +138,40 @@ header_fields local_map::read_header(std::size_t part) const
 
 void local_map::persist(std::size_t off, std::size_t len) const
 {
-	if (pmem_)
-		pmem_persist(base_ + off, len);
-	else if (pmem_msync(base_ + off, len) != 0)
-		fail(errno, fmt::format("msync of the pool part {} failed", paths_[0]));
+	map_->persist(off, len);
 }
 
 void local_map::copy_persist(const std::byte *src, std::size_t off, std::size_t len) const
 {
-	if (pmem_) {
-		pmem_memcpy_persist(base_ + off, src + off, len);
+	if (is_pmem()) {
+		pmem_memcpy_persist(base() + off, src + off, len);
 		return;
 	}
-	std::memcpy(base_ + off, src + off, len);
+	std::memcpy(base() + off, src + off, len);
 	persist(off, len);
 }
 
 void local_map::copy_flush(const std::byte *src, std::size_t off, std::size_t len) const
 {
-	if (pmem_) {
-		pmem_memcpy_nodrain(base_ + off, src + off, len);
+	if (is_pmem()) {
+		pmem_memcpy_nodrain(base() + off, src + off, len);
 		return;
 	}
-	std::memcpy(base_ + off, src + off, len);
+	std::memcpy(base() + off, src + off, len);
 	persist(off, len);
 }
 
 void local_map::flush(std::size_t off, std::size_t len) const
 {
-	if (pmem_)
-		pmem_flush(base_ + off, len);
+	if (is_pmem())
+		pmem_flush(base() + off, len);
 	else
 		persist(off, len);
 }
 
 void local_map::drain() const
 {
-	if (pmem_)
+	if (is_pmem())
 		pmem_drain();
 }
 

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// One local replica of a pool set: its part files mapped contiguously through libpmem, PMDK
-// style (part 0 whole, each later part without its 4 KiB header, right after the previous).
+// One local replica of a pool set: its part files, created or opened, and mapped contiguously
+// by the local pool layer (pmdk::pool_map: part 0 whole, each later part without its 4 KiB
+// header, right after the previous), with the copies and flushes replication needs.
 #pragma once
 
+#include "pmdk/pool_map.hpp"
 #include "poolset/poolset.hpp"
 #include "replication/pool_header.hpp"
 
@@ -25,9 +27,9 @@ public:
 	local_map(const local_map &) = delete;
 	local_map &operator=(const local_map &) = delete;
 
-	std::byte *base() const { return base_; }
-	std::size_t size() const { return size_; }
-	bool is_pmem() const { return pmem_; }
+	std::byte *base() const { return static_cast<std::byte *>(map_->base()); }
+	std::size_t size() const { return map_->size(); }
+	bool is_pmem() const { return map_->is_pmem(); }
 	std::size_t parts() const { return fds_.size(); }
 	const std::string &path(std::size_t part) const { return paths_.at(part); }
 
@@ -48,12 +50,9 @@ private:
 	local_map() = default;
 	void map(const poolset::replica &r, std::size_t size);
 
-	std::byte *base_ = nullptr;
-	std::size_t size_ = 0;
-	std::size_t reserved_ = 0;
-	bool pmem_ = false;
-	std::vector<int> fds_;
+	std::vector<pmdk::unique_fd> fds_;
 	std::vector<std::string> paths_;
+	std::unique_ptr<pmdk::pool_map> map_;
 };
 
 } // namespace rpmem::replication

@@ -56,8 +56,7 @@ master::master(const poolset::poolset &ps)
 			                "{} the pool set declares: the pool was not created "
 			                "from this pool set",
 			                ps.file, p.line, p.path, st.st_size, p.size));
-		std::uint64_t off = i > 0 && nhdrs == parts.size() ? pmdk::pool_hdr_size : 0;
-		std::uint64_t len = (p.size & ~(pmdk::pool_hdr_size - 1)) - off;
+		auto [off, len] = pmdk::part_extent(i, p.size, parts.size(), nhdrs);
 		sources.push_back({.fd = fd, .offset = off, .length = len, .path = p.path});
 	}
 	map_ = std::make_unique<pmdk::pool_map>(sources);
