@@ -98,17 +98,13 @@ void pool::write_headers(const pool_attr &attr)
 	if (attr.uuid != uuid{})
 		ids[0] = attr.uuid;
 	auto or_own = [&](const uuid &u) { return u != uuid{} ? u : ids[0]; };
-	header_links links{.poolset =
-	                       attr.poolset_uuid != uuid{} ? attr.poolset_uuid : generate_uuid(),
-	                   .prev_repl = or_own(attr.prev_uuid),
-	                   .next_repl = or_own(attr.next_uuid)};
+	const uuid poolset = attr.poolset_uuid != uuid{} ? attr.poolset_uuid : generate_uuid();
 	for (unsigned p = 0; p < nhdrs_; ++p) {
 		struct stat st = {};
 		if (fstat(parts_[p].fd.get(), &st) != 0)
 			fail_errno(errno, fmt::format("cannot stat part {}", parts_[p].path));
-		links.self = ids[p];
-		links.prev_part = ids[(p + nhdrs_ - 1) % nhdrs_];
-		links.next_part = ids[(p + 1) % nhdrs_];
+		auto links =
+		    ring_links(ids, p, poolset, or_own(attr.prev_uuid), or_own(attr.next_uuid));
 		auto w = window(p);
 		w.hdr() = make_header(attr, links, static_cast<std::uint64_t>(st.st_ctime), p == 0);
 		if (p == 0 && (attr.incompat_features & feat_incompat_sds)) {

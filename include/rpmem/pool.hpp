@@ -18,6 +18,7 @@
 
 #include "rpmem/error.hpp"
 #include "rpmem/export.hpp"
+#include "rpmem/pool_attr.hpp"
 
 #include <array>
 #include <chrono>
@@ -36,22 +37,6 @@ namespace client
 {
 class remote_pool;
 }
-
-/** The attributes kept in a remote pool's header; same fields as struct rpmem_pool_attr. */
-struct pool_attr {
-	std::array<char, 8> signature{};
-	std::uint32_t major = 0;
-	std::uint32_t compat_features = 0;
-	std::uint32_t incompat_features = 0;
-	std::uint32_t ro_compat_features = 0;
-	std::array<std::uint8_t, 16> poolset_uuid{};
-	std::array<std::uint8_t, 16> uuid{};
-	std::array<std::uint8_t, 16> next_uuid{};
-	std::array<std::uint8_t, 16> prev_uuid{};
-	std::array<std::uint8_t, 16> user_flags{};
-
-	bool operator==(const pool_attr &) const = default;
-};
 
 /**
  * How to reach rpmemd. Every field left empty/zero falls back to the environment PMDK's

@@ -4,6 +4,8 @@
 // little-endian. Typed messages here; encode/decode with full validation in codec.hpp.
 #pragma once
 
+#include "rpmem/pool_attr.hpp"
+
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -75,22 +77,8 @@ const char *to_string(persist_method m) noexcept;
 /** One line for people: "GPSPM (rpmemd persists each range and answers)", ... */
 const char *describe(persist_method m) noexcept;
 
-/** Same fields and layout as struct rpmem_pool_attr (104 bytes). */
-struct pool_attr {
-	std::array<char, 8> signature{};
-	std::uint32_t major = 0;
-	std::uint32_t compat_features = 0;
-	std::uint32_t incompat_features = 0;
-	std::uint32_t ro_compat_features = 0;
-	std::array<std::uint8_t, 16> poolset_uuid{};
-	std::array<std::uint8_t, 16> uuid{};
-	std::array<std::uint8_t, 16> next_uuid{};
-	std::array<std::uint8_t, 16> prev_uuid{};
-	std::array<std::uint8_t, 16> user_flags{};
-
-	bool is_zero() const noexcept;
-	bool operator==(const pool_attr &) const = default;
-};
+/** The 104-byte attribute block of struct rpmem_pool_attr (declared once, for every layer). */
+using pool_attr = rpmem::pool_attr;
 inline constexpr std::size_t pool_attr_size = 104;
 
 /** First message of every session, sent by rpmemd as soon as it has started (or failed to). */

@@ -83,14 +83,4 @@ const char *describe(persist_method m) noexcept
 	return "an unknown persistence method";
 }
 
-bool pool_attr::is_zero() const noexcept
-{
-	auto zero = [](const auto &a) {
-		return std::all_of(a.begin(), a.end(), [](auto b) { return b == 0; });
-	};
-	return zero(signature) && major == 0 && compat_features == 0 && incompat_features == 0 &&
-	       ro_compat_features == 0 && zero(poolset_uuid) && zero(uuid) && zero(next_uuid) &&
-	       zero(prev_uuid) && zero(user_flags);
-}
-
 } // namespace rpmem::control

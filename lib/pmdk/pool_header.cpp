@@ -19,7 +19,7 @@ namespace rpmem::pmdk
 namespace
 {
 
-using rpmem::control::pool_attr;
+using rpmem::pool_attr;
 
 std::uint32_t load_le32(const std::uint8_t *p) noexcept
 {
@@ -135,23 +135,108 @@ uuid generate_uuid()
 	return u;
 }
 
+header_links ring_links(std::span<const uuid> parts, std::size_t i, const uuid &poolset,
+                        const uuid &prev_repl, const uuid &next_repl)
+{
+	const std::size_t n = parts.size();
+	return {.poolset = poolset,
+	        .self = parts[i],
+	        .prev_part = parts[(i + n - 1) % n],
+	        .next_part = parts[(i + 1) % n],
+	        .prev_repl = prev_repl,
+	        .next_repl = next_repl};
+}
+
+pool_hdr encode(const header_fields &h)
+{
+	pool_hdr hdr{};
+	hdr.signature = h.signature;
+	store_le(hdr.major, h.major);
+	store_le(hdr.feat.compat, h.compat);
+	store_le(hdr.feat.incompat, h.incompat);
+	store_le(hdr.feat.ro_compat, h.ro_compat);
+	hdr.poolset_uuid = h.links.poolset;
+	hdr.part_uuid = h.links.self;
+	hdr.prev_part_uuid = h.links.prev_part;
+	hdr.next_part_uuid = h.links.next_part;
+	hdr.prev_repl_uuid = h.links.prev_repl;
+	hdr.next_repl_uuid = h.links.next_repl;
+	store_le(hdr.crtime, h.crtime);
+	std::memcpy(&hdr.arch, h.arch.data(), sizeof(hdr.arch)); // the media image, verbatim
+	seal(hdr);
+	return hdr;
+}
+
+header_fields decode(const pool_hdr &hdr)
+{
+	header_fields h;
+	h.signature = hdr.signature;
+	h.major = load_le(hdr.major);
+	h.compat = load_le(hdr.feat.compat);
+	h.incompat = load_le(hdr.feat.incompat);
+	h.ro_compat = load_le(hdr.feat.ro_compat);
+	h.links = {.poolset = hdr.poolset_uuid,
+	           .self = hdr.part_uuid,
+	           .prev_part = hdr.prev_part_uuid,
+	           .next_part = hdr.next_part_uuid,
+	           .prev_repl = hdr.prev_repl_uuid,
+	           .next_repl = hdr.next_repl_uuid};
+	h.crtime = load_le(hdr.crtime);
+	std::memcpy(h.arch.data(), &hdr.arch, sizeof(hdr.arch));
+	return h;
+}
+
+pool_attr to_attr(const header_fields &h)
+{
+	pool_attr a;
+	a.signature = h.signature;
+	a.major = h.major;
+	a.compat_features = h.compat;
+	a.incompat_features = h.incompat;
+	a.ro_compat_features = h.ro_compat;
+	a.poolset_uuid = h.links.poolset;
+	a.uuid = h.links.self;
+	a.prev_uuid = h.links.prev_repl;
+	a.next_uuid = h.links.next_repl;
+	a.user_flags = h.arch;
+	return a;
+}
+
+header_fields from_attr(const pool_attr &a)
+{
+	header_fields h;
+	h.signature = a.signature;
+	h.major = a.major;
+	h.compat = a.compat_features;
+	h.incompat = a.incompat_features;
+	h.ro_compat = a.ro_compat_features;
+	h.links.poolset = a.poolset_uuid;
+	h.links.self = a.uuid;
+	h.links.prev_repl = a.prev_uuid;
+	h.links.next_repl = a.next_uuid;
+	h.arch = a.user_flags;
+	return h;
+}
+
+std::array<std::uint8_t, 16> host_arch_bytes() noexcept
+{
+	auto flags = host_arch_flags();
+	std::array<std::uint8_t, 16> a;
+	std::memcpy(a.data(), &flags, sizeof(flags));
+	return a;
+}
+
 pool_hdr make_header(const pool_attr &attr, const header_links &links, std::uint64_t crtime,
                      bool first_part)
 {
-	pool_hdr hdr{};
-	apply_attr(hdr, attr);
-	hdr.poolset_uuid = links.poolset;
-	hdr.part_uuid = links.self;
-	hdr.prev_part_uuid = links.prev_part;
-	hdr.next_part_uuid = links.next_part;
-	hdr.prev_repl_uuid = links.prev_repl;
-	hdr.next_repl_uuid = links.next_repl;
-	store_le(hdr.crtime, crtime);
+	header_fields h = from_attr(attr);
+	h.links = links;
+	h.crtime = crtime;
 	if (is_zero(attr.user_flags))
-		hdr.arch = host_arch_flags();
+		h.arch = host_arch_bytes();
+	pool_hdr hdr = encode(h);
 	if (first_part)
 		set_shutdown_dirty(hdr, true);
-	seal(hdr);
 	return hdr;
 }
 
@@ -172,18 +257,7 @@ void apply_attr(pool_hdr &hdr, const pool_attr &attr)
 
 pool_attr header_attr(const pool_hdr &hdr)
 {
-	pool_attr a;
-	a.signature = hdr.signature;
-	a.major = load_le(hdr.major);
-	a.compat_features = load_le(hdr.feat.compat);
-	a.incompat_features = load_le(hdr.feat.incompat);
-	a.ro_compat_features = load_le(hdr.feat.ro_compat);
-	a.poolset_uuid = hdr.poolset_uuid;
-	a.uuid = hdr.part_uuid;
-	a.next_uuid = hdr.next_repl_uuid;
-	a.prev_uuid = hdr.prev_repl_uuid;
-	std::memcpy(a.user_flags.data(), &hdr.arch, sizeof(hdr.arch));
-	return a;
+	return to_attr(decode(hdr));
 }
 
 void set_shutdown_dirty(pool_hdr &hdr, bool dirty)

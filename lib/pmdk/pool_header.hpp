@@ -7,7 +7,7 @@
 // host. Read and write them through load_le()/store_le(), never directly.
 #pragma once
 
-#include "control/messages.hpp"
+#include "rpmem/pool_attr.hpp"
 
 #include <array>
 #include <bit>
@@ -90,7 +90,7 @@ static_assert(offsetof(pool_hdr, crtime) == 120 && offsetof(pool_hdr, arch) == 1
 static_assert(offsetof(pool_hdr, unused) == 144 && offsetof(pool_hdr, unused2) == 2048);
 static_assert(offsetof(pool_hdr, sds) == 4024 && offsetof(pool_hdr, checksum) == 4088);
 static_assert(sizeof(pool_hdr) == pool_hdr_size);
-static_assert(sizeof(rpmem::control::pool_attr().user_flags) == sizeof(arch_flags));
+static_assert(sizeof(rpmem::pool_attr().user_flags) == sizeof(arch_flags));
 
 /** POOL_HDR_CSUM_2K_END_OFF / POOL_HDR_CSUM_4K_END_OFF: first byte not checksummed. */
 inline constexpr std::size_t csum_2k_end = offsetof(pool_hdr, unused2);
@@ -145,22 +145,53 @@ struct header_links {
 	uuid next_repl{};
 };
 
+/** The links of part i of a replica whose parts carry `parts` (a ring, as in PMDK), in pool
+ *  set `poolset`, between the replicas whose part 0 UUIDs are prev_repl and next_repl. */
+header_links ring_links(std::span<const uuid> parts, std::size_t i, const uuid &poolset,
+                        const uuid &prev_repl, const uuid &next_repl);
+
+/** A part's header decoded to host byte order; arch is the media image of arch_flags (what
+ *  rpmem_pool_attr's user_flags carry), kept byte for byte. */
+struct header_fields {
+	std::array<char, 8> signature{};
+	std::uint32_t major = 0;
+	std::uint32_t compat = 0;
+	std::uint32_t incompat = 0;
+	std::uint32_t ro_compat = 0;
+	header_links links;
+	std::uint64_t crtime = 0;
+	std::array<std::uint8_t, 16> arch{};
+};
+
+/** The one encoder: the header image of `h`, sealed (no shutdown state). */
+pool_hdr encode(const header_fields &h);
+/** The fields of a header (check it first: check_header_alone). */
+header_fields decode(const pool_hdr &hdr);
+
+/** The attributes a part 0 header carries (librpmem's util_get_rpmem_attr: the part's own
+ *  UUID, the replica links as prev/next, the arch flags as user_flags), and back. */
+rpmem::pool_attr to_attr(const header_fields &h);
+header_fields from_attr(const rpmem::pool_attr &a);
+
+/** This host's arch flags as the 16 bytes a header and user_flags hold. */
+std::array<std::uint8_t, 16> host_arch_bytes() noexcept;
+
 /**
  * The header of one part as PMDK's util_header_create writes it: fields from attr, links,
  * arch flags = attr.user_flags or this host's when those are zero, crtime, shutdown state
  * (part 0 of an SDS pool), checksum.
  */
-pool_hdr make_header(const rpmem::control::pool_attr &attr, const header_links &links,
-                     std::uint64_t crtime, bool first_part);
+pool_hdr make_header(const rpmem::pool_attr &attr, const header_links &links, std::uint64_t crtime,
+                     bool first_part);
 
 /** The attributes a header carries (util_get_rpmem_attr: uuid is the part's own UUID). */
-rpmem::control::pool_attr header_attr(const pool_hdr &hdr);
+rpmem::pool_attr header_attr(const pool_hdr &hdr);
 
 /**
  * Overwrites what set_attr may change (util_replica_set_attr): signature, major, features,
  * pool set UUID, replica links, arch flags (verbatim). Part UUIDs and links are the caller's.
  */
-void apply_attr(pool_hdr &hdr, const rpmem::control::pool_attr &attr);
+void apply_attr(pool_hdr &hdr, const rpmem::pool_attr &attr);
 
 /** Records whether the pool is open in the shutdown state (no-op without the SDS feature). */
 void set_shutdown_dirty(pool_hdr &hdr, bool dirty);

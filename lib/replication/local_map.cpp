@@ -105,35 +105,31 @@ void local_map::map(const poolset::replica &r, std::size_t size)
 void local_map::write_header(std::size_t part, const header_fields &h)
 {
 	if (part == 0) {
-		replication::write_header(base(), h);
-		persist(0, pool_hdr_size);
+		auto hdr = pmdk::encode(h);
+		std::memcpy(base(), &hdr, sizeof(hdr));
+		persist(0, sizeof(hdr));
 		return;
 	}
-	std::array<std::byte, pool_hdr_size> img;
-	replication::write_header(img.data(), h);
-	if (pwrite(fds_[part].get(), img.data(), img.size(), 0) !=
-	        static_cast<ssize_t>(img.size()) ||
+	auto img = pmdk::encode(h);
+	if (pwrite(fds_[part].get(), &img, sizeof(img), 0) != static_cast<ssize_t>(sizeof(img)) ||
 	    fsync(fds_[part].get()) != 0)
 		fail(errno, fmt::format("cannot write the pool header of {}", paths_[part]));
 }
 
 header_fields local_map::read_header(std::size_t part) const
 {
-	std::array<std::byte, pool_hdr_size> img;
+	pmdk::pool_hdr img;
 	if (part == 0)
-		std::memcpy(img.data(), base(), img.size());
-	else if (pread(fds_[part].get(), img.data(), img.size(), 0) !=
-	         static_cast<ssize_t>(img.size()))
+		std::memcpy(&img, base(), sizeof(img));
+	else if (pread(fds_[part].get(), &img, sizeof(img), 0) != static_cast<ssize_t>(sizeof(img)))
 		fail(errno ? errno : EIO,
 		     fmt::format("cannot read the pool header of {}", paths_[part]));
-	std::string why;
-	auto h = replication::read_header(img.data(), &why);
-	if (!h)
+	if (auto why = pmdk::check_header_alone(img))
 		throw rpmem::error(EINVAL,
 		                   fmt::format("pool part {}: {}: it is not a part of a "
 		                               "replicated pool (create the pool set first)",
-		                               paths_[part], why));
-	return *h;
+		                               paths_[part], *why));
+	return pmdk::decode(img);
 }
 
 void local_map::persist(std::size_t off, std::size_t len) const

@@ -4,9 +4,9 @@
 // header, right after the previous), with the copies and flushes replication needs.
 #pragma once
 
+#include "pmdk/pool_header.hpp"
 #include "pmdk/pool_map.hpp"
 #include "poolset/poolset.hpp"
-#include "replication/pool_header.hpp"
 
 #include <cstddef>
 #include <memory>
@@ -15,6 +15,8 @@
 
 namespace rpmem::replication
 {
+
+using pmdk::header_fields;
 
 class local_map
 {

@@ -34,36 +34,4 @@ client::pool_options to_client(const connect_options &o)
 	return out;
 }
 
-control::pool_attr to_control(const pool_attr &a)
-{
-	control::pool_attr c;
-	c.signature = a.signature;
-	c.major = a.major;
-	c.compat_features = a.compat_features;
-	c.incompat_features = a.incompat_features;
-	c.ro_compat_features = a.ro_compat_features;
-	c.poolset_uuid = a.poolset_uuid;
-	c.uuid = a.uuid;
-	c.next_uuid = a.next_uuid;
-	c.prev_uuid = a.prev_uuid;
-	c.user_flags = a.user_flags;
-	return c;
-}
-
-pool_attr from_control(const control::pool_attr &c)
-{
-	pool_attr a;
-	a.signature = c.signature;
-	a.major = c.major;
-	a.compat_features = c.compat_features;
-	a.incompat_features = c.incompat_features;
-	a.ro_compat_features = c.ro_compat_features;
-	a.poolset_uuid = c.poolset_uuid;
-	a.uuid = c.uuid;
-	a.next_uuid = c.next_uuid;
-	a.prev_uuid = c.prev_uuid;
-	a.user_flags = c.user_flags;
-	return a;
-}
-
 } // namespace rpmem::replication

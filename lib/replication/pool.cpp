@@ -40,11 +40,9 @@ pool pool::create(const std::string &target, const std::string &poolset,
                   const connect_options &opts)
 {
 	unsigned n = lanes;
-	std::optional<control::pool_attr> a;
-	if (attr)
-		a = replication::to_control(*attr);
-	auto rp = client::remote_pool::create(target, poolset, memory.data(), memory.size(), &n,
-	                                      a ? &*a : nullptr, replication::to_client(opts));
+	auto rp =
+	    client::remote_pool::create(target, poolset, memory.data(), memory.size(), &n,
+	                                attr ? &*attr : nullptr, replication::to_client(opts));
 	return pool(std::move(rp), memory, attr);
 }
 
@@ -52,12 +50,12 @@ pool pool::open(const std::string &target, const std::string &poolset, std::span
                 unsigned lanes, const connect_options &opts)
 {
 	unsigned n = lanes;
-	control::pool_attr a;
+	pool_attr a;
 	auto rp = client::remote_pool::open(target, poolset, memory.data(), memory.size(), &n, &a,
 	                                    replication::to_client(opts));
 	std::optional<pool_attr> attr;
 	if (!a.is_zero())
-		attr = replication::from_control(a);
+		attr = a;
 	return pool(std::move(rp), memory, attr);
 }
 
@@ -95,10 +93,7 @@ void pool::read(std::span<std::byte> buf, std::size_t offset, unsigned lane)
 
 void pool::set_attributes(const std::optional<pool_attr> &attr)
 {
-	std::optional<control::pool_attr> a;
-	if (attr)
-		a = replication::to_control(*attr);
-	live(rp_, "set_attributes").set_attr(a ? &*a : nullptr);
+	live(rp_, "set_attributes").set_attr(attr ? &*attr : nullptr);
 	attr_ = attr;
 }
 

@@ -124,7 +124,7 @@ class uuid_ring
 public:
 	uuid_ring(const poolset::poolset &ps, const replicated_pool::options &opts)
 	    : opts_(opts), poolset_(generate_uuid()), parts_(ps.replicas.size()),
-	      arch_(host_arch_flags())
+	      arch_(pmdk::host_arch_bytes())
 	{
 		for (std::size_t r = 0; r < ps.replicas.size(); ++r) {
 			std::size_t n =
@@ -140,21 +140,17 @@ public:
 		header_fields h;
 		h.signature = opts_.signature;
 		h.major = opts_.major;
-		h.incompat = feat_incompat_cksum_2k;
-		h.poolset = poolset_;
-		const auto &parts = parts_[r];
-		h.self = parts[part];
-		h.prev_part = parts[(part + parts.size() - 1) % parts.size()];
-		h.next_part = parts[(part + 1) % parts.size()];
-		h.prev_repl = parts_[(r + nrep - 1) % nrep][0];
-		h.next_repl = parts_[(r + 1) % nrep][0];
+		h.incompat = pmdk::feat_incompat_cksum_2k;
+		h.links =
+		    pmdk::ring_links(parts_[r], part, poolset_, parts_[(r + nrep - 1) % nrep][0],
+		                     parts_[(r + 1) % nrep][0]);
 		h.crtime = static_cast<std::uint64_t>(time(nullptr));
 		h.arch = arch_;
 		return h;
 	}
 
 	/** The attributes rpmemd writes into remote replica r's header. */
-	control::pool_attr remote_attr(std::size_t r) const { return to_attr(fields(r, 0)); }
+	control::pool_attr remote_attr(std::size_t r) const { return pmdk::to_attr(fields(r, 0)); }
 
 private:
 	const replicated_pool::options &opts_;
@@ -274,13 +270,13 @@ public:
 			                   fmt::format("{}: pool format version {} is not the "
 			                               "expected {} (options::major)",
 			                               what, h.major, opts_.major));
-		if (h.poolset != master_.poolset)
+		if (h.links.poolset != master_.links.poolset)
 			throw rpmem::error(
 			    EINVAL, fmt::format("{}: its pool set UUID {} differs from the "
 			                        "master's {}: it belongs to another pool set",
-			                        what, uuid_string(h.poolset),
-			                        uuid_string(master_.poolset)));
-		if (h.incompat & feat_incompat_singlehdr)
+			                        what, uuid_string(h.links.poolset),
+			                        uuid_string(master_.links.poolset)));
+		if (h.incompat & pmdk::feat_incompat_singlehdr)
 			throw rpmem::error(ENOTSUP, fmt::format("{}: the SINGLEHDR feature is not "
 			                                        "supported",
 			                                        what));
@@ -325,8 +321,8 @@ void open_remote(replicated_pool::impl &p, const header_check &check, remote_rep
 	if (a.is_zero())
 		throw rpmem::error(EINVAL, "the remote pool has no header (OPTION "
 		                           "NOHDRS?): it is not a replica of this pool");
-	check(from_attr(a), "remote replica " + p.where(rr));
-	if (a.compat_features & feat_compat_behind)
+	check(pmdk::from_attr(a), "remote replica " + p.where(rr));
+	if (a.compat_features & pmdk::feat_compat_rpmem_behind)
 		throw rpmem::error(ESTALE, "it may be behind the master: it was written "
 		                           "asynchronously and its writer did not close the pool "
 		                           "cleanly, so it can lack the master's last persists "

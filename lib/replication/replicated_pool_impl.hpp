@@ -10,9 +10,9 @@
 #include "rpmem/replicated_pool.hpp"
 
 #include "client/remote_pool.hpp"
+#include "pmdk/pool_header.hpp"
 #include "poolset/poolset.hpp"
 #include "replication/local_map.hpp"
-#include "replication/pool_header.hpp"
 #include "replication/staging_ring.hpp"
 
 #include <fmt/format.h>
@@ -36,6 +36,10 @@ using namespace replication;
 
 namespace replication
 {
+
+using pmdk::generate_uuid;
+using pmdk::uuid;
+using pmdk::uuid_string;
 
 using clock_type = std::chrono::steady_clock;
 
@@ -209,13 +213,13 @@ template <class F> void replicated_pool::impl::with_lane(F &&f)
 namespace replication
 {
 
-/** attr with the "possibly behind" mark set or cleared (feat_compat_behind). */
+/** attr with the "possibly behind" mark set or cleared (pmdk::feat_compat_rpmem_behind). */
 inline control::pool_attr marked_behind(control::pool_attr a, bool behind)
 {
 	if (behind)
-		a.compat_features |= feat_compat_behind;
+		a.compat_features |= pmdk::feat_compat_rpmem_behind;
 	else
-		a.compat_features &= ~feat_compat_behind;
+		a.compat_features &= ~pmdk::feat_compat_rpmem_behind;
 	return a;
 }
 

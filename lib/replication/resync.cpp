@@ -81,7 +81,7 @@ void replicated_pool::resync(std::size_t index,
 		if (r.attr.is_zero()) {
 			// The master's identity and arch flags; a UUID of its own, no links
 			// (its neighbours' UUIDs are not known here).
-			r.attr = to_attr(d.master->read_header(0));
+			r.attr = pmdk::to_attr(d.master->read_header(0));
 			r.attr.uuid = generate_uuid();
 			r.attr.prev_uuid = r.attr.next_uuid = {};
 		}

@@ -72,9 +72,9 @@ master::master(const poolset::poolset &ps)
 	}
 }
 
-control::pool_attr replica_attr(const pmdk::pool_hdr &h)
+pool_attr replica_attr(const pmdk::pool_hdr &h)
 {
-	control::pool_attr a = pmdk::header_attr(h);
+	pool_attr a = pmdk::header_attr(h);
 	return a;
 }
 

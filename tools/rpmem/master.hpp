@@ -42,7 +42,7 @@ private:
 
 /** The attributes replica r (> 0) of an n-replica set must carry: the master's signature,
  * version, features, pool set UUID and arch flags; uuid/next/prev as given. */
-control::pool_attr replica_attr(const pmdk::pool_hdr &master_hdr);
+pool_attr replica_attr(const pmdk::pool_hdr &master_hdr);
 
 /** Takes flock(LOCK_EX|LOCK_NB) on fd; throws failure naming path when it is in use. */
 void lock_or_throw(int fd, const std::string &path, const char *what_holds_it);
