@@ -89,85 +89,91 @@ void replicated_pool::impl::enqueue_chunk(range r, std::unique_lock<std::mutex> 
 void replicated_pool::impl::replicate_loop()
 {
 	std::vector<piece> batch;
-	for (;;) {
-		std::size_t n;
-		{
-			std::unique_lock lk(q_mu);
-			work_cv.wait(lk, [&] { return stop || !queue.empty(); });
-			if (queue.empty())
-				return; // stop, and nothing left
-			n = queue.size();
-			in_flight = n;
-			batch.clear();
-			// In persist order (a replica holds a prefix of the persists); a range
-			// continuing the previous one, in the pool and in the ring, joins it.
-			for (std::size_t i = 0; i < n; ++i) {
-				const auto &e = queue[i];
-				const std::byte *src = staging.base() + e.stage;
-				if (!batch.empty()) {
-					auto &b = batch.back();
-					if (b.r.offset + b.r.length == e.r.offset &&
-					    b.src + b.r.length == src) {
-						b.r.length += e.r.length;
-						continue;
-					}
-				}
-				batch.push_back({e.r, src});
-			}
-		}
-		std::exception_ptr err;
-		{
-			std::unique_lock g(remote_mu);
-			try {
-				// Rounds of relaxed flushes that fit one lane request, then a
-				// drain, posted to every replica before waiting on any: one round
-				// trip per round, all replicas in parallel. (A flush that
-				// overflowed the request would send it and wait, one replica after
-				// the other.)
-				std::vector<const client::data_path *> lanes;
-				for (auto &r : remotes)
-					if (active(r))
-						lanes.push_back(&r.rp->lanes());
-				for (std::size_t from = 0, to = 0;
-				     !lanes.empty() && from < batch.size(); from = to) {
-					to = round_end(
-					    lanes, batch.size(), from, ranges_per_drain,
-					    [&](std::size_t i) { return batch[i].r.length; });
-					remote_all(
-					    "asynchronous replication",
-					    [&](remote_replica &r) {
-						    if (r.staged_on != r.rp.get()) {
-							    r.rp->register_source(
-							        staging.base(), staging.capacity());
-							    r.staged_on = r.rp.get();
-						    }
-						    for (std::size_t k = from; k < to; ++k)
-							    r.rp->flush_from(batch[k].src,
-							                     batch[k].r.offset,
-							                     batch[k].r.length, 0);
-						    r.rp->drain_post(0);
-					    },
-					    [](remote_replica &r) { r.rp->complete(0); });
-				}
-			} catch (...) {
-				err = std::current_exception();
-			}
-		}
+	while (std::size_t n = take_batch(batch)) {
+		auto err = send_batch(batch);
 		notify_lost();
-		{
-			std::lock_guard lk(q_mu);
-			for (std::size_t i = 0; i < n; ++i) {
-				lag_bytes -= queue.front().r.length;
-				staging.release(queue.front().charge);
-				queue.pop_front();
-			}
-			in_flight = 0;
-			replicated += n;
-			if (err && !async_error)
-				async_error = err;
-		}
-		done_cv.notify_all();
+		retire(n, err);
 	}
+}
+
+std::size_t replicated_pool::impl::take_batch(std::vector<piece> &batch)
+{
+	std::unique_lock lk(q_mu);
+	work_cv.wait(lk, [&] { return stop || !queue.empty(); });
+	if (queue.empty())
+		return 0; // stop, and nothing left
+	const std::size_t n = queue.size();
+	in_flight = n;
+	batch.clear();
+	// In persist order (a replica holds a prefix of the persists); a range continuing the
+	// previous one, in the pool and in the ring, joins it.
+	for (std::size_t i = 0; i < n; ++i) {
+		const auto &e = queue[i];
+		const std::byte *src = staging.base() + e.stage;
+		if (!batch.empty()) {
+			auto &b = batch.back();
+			if (b.r.offset + b.r.length == e.r.offset && b.src + b.r.length == src) {
+				b.r.length += e.r.length;
+				continue;
+			}
+		}
+		batch.push_back({e.r, src});
+	}
+	return n;
+}
+
+std::exception_ptr replicated_pool::impl::send_batch(const std::vector<piece> &batch)
+{
+	std::unique_lock g(remote_mu);
+	try {
+		// Rounds of relaxed flushes that fit one lane request, then a drain, posted to
+		// every replica before waiting on any: one round trip per round, all replicas in
+		// parallel. (A flush that overflowed the request would send it and wait, one
+		// replica after the other.)
+		std::vector<const client::data_path *> lanes;
+		for (auto &r : remotes)
+			if (active(r))
+				lanes.push_back(&r.rp->lanes());
+		for (std::size_t from = 0, to = 0; !lanes.empty() && from < batch.size();
+		     from = to) {
+			to = round_end(lanes, batch.size(), from, ranges_per_drain,
+			               [&](std::size_t i) { return batch[i].r.length; });
+			remote_all(
+			    "asynchronous replication",
+			    [&](remote_replica &r) {
+				    if (r.staged_on != r.rp.get()) {
+					    r.rp->register_source(staging.base(),
+					                          staging.capacity());
+					    r.staged_on = r.rp.get();
+				    }
+				    for (std::size_t k = from; k < to; ++k)
+					    r.rp->flush_from(batch[k].src, batch[k].r.offset,
+					                     batch[k].r.length, 0);
+				    r.rp->drain_post(0);
+			    },
+			    [](remote_replica &r) { r.rp->complete(0); });
+		}
+		return nullptr;
+	} catch (...) {
+		return std::current_exception();
+	}
+}
+
+void replicated_pool::impl::retire(std::size_t n, std::exception_ptr err)
+{
+	{
+		std::lock_guard lk(q_mu);
+		for (std::size_t i = 0; i < n; ++i) {
+			lag_bytes -= queue.front().r.length;
+			staging.release(queue.front().charge);
+			queue.pop_front();
+		}
+		in_flight = 0;
+		replicated += n;
+		if (err && !async_error)
+			async_error = err;
+	}
+	done_cv.notify_all();
 }
 
 void replicated_pool::impl::wait_barrier()

@@ -159,6 +159,11 @@ struct replicated_pool::impl {
 		const std::byte *src;
 	};
 	void enqueue_chunk(range r, std::unique_lock<std::mutex> &lk);
+	/** The replicator's three steps: waits for queued snapshots and joins them into `batch`
+	 *  (0: stopped); sends them to every replica in rounds; frees the first n. */
+	std::size_t take_batch(std::vector<piece> &batch);
+	std::exception_ptr send_batch(const std::vector<piece> &batch);
+	void retire(std::size_t n, std::exception_ptr err);
 	void wait_barrier();
 	void rethrow_async_error();
 

@@ -17,50 +17,42 @@ namespace
 /** Bytes copied per step by resync (one flush + drain per replica per chunk). */
 constexpr std::size_t resync_chunk = 4u << 20;
 
-} // namespace
+using progress_fn = std::function<void(std::size_t, std::size_t)>;
 
-void replicated_pool::resync(std::size_t index,
-                             const std::function<void(std::size_t, std::size_t)> &progress)
+/** Copies the master into a local replica, chunk by chunk, each chunk persisted. */
+void copy_local(replicated_pool::impl &d, local_copy &l, std::size_t from,
+                const progress_fn &progress)
 {
-	auto &d = open_pool(impl_.get(), "resync");
-	if (index == 0 || index >= d.ps.replicas.size())
-		throw rpmem::error(EINVAL,
-		                   fmt::format("replicated_pool::resync: no replica {}: give "
-		                               "1..{} (0 is the master)",
-		                               index, d.ps.replicas.size() - 1));
 	const std::size_t size = d.master->size();
-	const std::size_t total = size - data_offset();
-	std::unique_lock g(d.remote_mu); // no remote operation meanwhile
-
-	for (auto &l : d.locals) {
-		if (l.index != index)
-			continue;
-		for (std::size_t off = data_offset(); off < size; off += resync_chunk) {
-			std::size_t n = std::min(resync_chunk, size - off);
-			l.map->copy_persist(d.master->base(), off, n);
-			if (progress)
-				progress(off + n - data_offset(), total);
-		}
-		std::lock_guard s(d.state_mu);
-		l.lost = false;
-		l.error.clear();
-		return;
+	for (std::size_t off = from; off < size; off += resync_chunk) {
+		std::size_t n = std::min(resync_chunk, size - off);
+		l.map->copy_persist(d.master->base(), off, n);
+		if (progress)
+			progress(off + n - from, size - from);
 	}
+	std::lock_guard s(d.state_mu);
+	l.lost = false;
+	l.error.clear();
+}
 
-	auto it = std::find_if(d.remotes.begin(), d.remotes.end(),
-	                       [&](const remote_replica &r) { return r.index == index; });
-	auto &r = *it;
-	const std::string what =
-	    fmt::format("replicated_pool::resync: remote replica {} ({})", index, d.where(r));
+/** Drops r's old session (it is being replaced: how it ended does not matter). */
+void drop_session(remote_replica &r) noexcept
+{
 	if (r.rp) {
 		try {
 			r.rp->close();
 		} catch (const std::exception &) {
-			// It is being replaced: how its old session ended does not matter.
 		}
 		r.rp.reset();
 	}
 	r.staged_on = nullptr; // a new remote pool registers the staging ring again
+}
+
+/** A new session to r: its pool opened, or re-created (marked behind) with the header it
+ *  should have when it is gone. Returns the lanes granted. */
+unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::string &what)
+{
+	const std::size_t size = d.master->size();
 	unsigned lanes = lanes_per_replica;
 	try {
 		control::pool_attr a;
@@ -72,6 +64,7 @@ void replicated_pool::resync(std::size_t index,
 			                   "differs): remove it so resync can re-create it");
 		if (r.attr.is_zero())
 			r.attr = marked_behind(a, false);
+		return lanes;
 	} catch (const rpmem::error &open_err) {
 		if (r.rp) {
 			r.rp.reset();
@@ -91,6 +84,7 @@ void replicated_pool::resync(std::size_t index,
 			const auto attr = marked_behind(r.attr, true);
 			r.rp = client::remote_pool::create(r.target, r.descriptor, d.master->base(),
 			                                   size, &lanes, &attr, r.conn);
+			return lanes;
 		} catch (const rpmem::error &create_err) {
 			throw rpmem::error(
 			    create_err.errnum(),
@@ -98,27 +92,30 @@ void replicated_pool::resync(std::size_t index,
 			                open_err.message(), create_err.message()));
 		}
 	}
-	try {
-		// Marked behind while the copy runs: an interrupted resync leaves it so.
-		const auto copying = marked_behind(r.attr, true);
-		r.rp->set_attr(&copying);
-		for (std::size_t off = data_offset(); off < size; off += resync_chunk) {
-			std::size_t n = std::min(resync_chunk, size - off);
-			r.rp->flush(off, n, 0, client::flush_relaxed);
-			r.rp->drain(0, 0);
-			if (progress)
-				progress(off + n - data_offset(), total);
-		}
-		// Whole now; asynchronous replication keeps the mark until a clean close.
-		const auto done = marked_behind(r.attr, d.asynchronous());
-		r.rp->set_attr(&done);
-		r.lanes = lanes;
-		d.count_lanes();
-	} catch (const rpmem::error &e) {
-		throw rpmem::error(e.errnum(), fmt::format("{}: copying the master failed: {}: "
-		                                           "call resync({}) again",
-		                                           what, e.message(), index));
+}
+
+/** Copies the master into r, marked behind while the copy runs (an interrupted resync leaves
+ *  it so); then clears the mark unless asynchronous replication keeps it until close. */
+void copy_remote(replicated_pool::impl &d, remote_replica &r, std::size_t from,
+                 const progress_fn &progress)
+{
+	const std::size_t size = d.master->size();
+	const auto copying = marked_behind(r.attr, true);
+	r.rp->set_attr(&copying);
+	for (std::size_t off = from; off < size; off += resync_chunk) {
+		std::size_t n = std::min(resync_chunk, size - off);
+		r.rp->flush(off, n, 0, client::flush_relaxed);
+		r.rp->drain(0, 0);
+		if (progress)
+			progress(off + n - from, size - from);
 	}
+	const auto done = marked_behind(r.attr, d.asynchronous());
+	r.rp->set_attr(&done);
+}
+
+/** r is in sync again; when no replica is lost any more, asynchronous replication goes on. */
+void mark_back(replicated_pool::impl &d, remote_replica &r)
+{
 	{
 		std::lock_guard s(d.state_mu);
 		r.lost = false;
@@ -128,7 +125,40 @@ void replicated_pool::resync(std::size_t index,
 			return;
 	}
 	std::lock_guard q(d.q_mu);
-	d.async_error = nullptr; // every replica is back: asynchronous replication goes on
+	d.async_error = nullptr;
+}
+
+} // namespace
+
+void replicated_pool::resync(std::size_t index, const progress_fn &progress)
+{
+	auto &d = open_pool(impl_.get(), "resync");
+	if (index == 0 || index >= d.ps.replicas.size())
+		throw rpmem::error(EINVAL,
+		                   fmt::format("replicated_pool::resync: no replica {}: give "
+		                               "1..{} (0 is the master)",
+		                               index, d.ps.replicas.size() - 1));
+	std::unique_lock g(d.remote_mu); // no remote operation meanwhile
+	for (auto &l : d.locals)
+		if (l.index == index)
+			return copy_local(d, l, data_offset(), progress);
+
+	auto &r = *std::find_if(d.remotes.begin(), d.remotes.end(),
+	                        [&](const remote_replica &x) { return x.index == index; });
+	const std::string what =
+	    fmt::format("replicated_pool::resync: remote replica {} ({})", index, d.where(r));
+	drop_session(r);
+	const unsigned lanes = reconnect(d, r, what);
+	try {
+		copy_remote(d, r, data_offset(), progress);
+		r.lanes = lanes;
+		d.count_lanes();
+	} catch (const rpmem::error &e) {
+		throw rpmem::error(e.errnum(), fmt::format("{}: copying the master failed: {}: "
+		                                           "call resync({}) again",
+		                                           what, e.message(), index));
+	}
+	mark_back(d, r);
 }
 
 } // namespace rpmem
