@@ -1,21 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The fabric target: one passive endpoint on the address SSH arrived on, a handful of
-// connections (each presenting the session's secret), and worker threads that block on their
-// completion queue, execute lane requests and answer with an injected 16-byte response.
-#include "target.hpp"
+// connections (each presenting the session's secret), and worker threads (target_worker.cpp)
+// that execute lane requests. This file: the setup, in named steps, the accept thread, stop.
+#include "fabric_target.hpp"
 
 #include "log.hpp"
-#include "port_guard.hpp"
-#include "target_plan.hpp"
 
-#include "fabric/cq.hpp"
-#include "fabric/endpoint.hpp"
-#include "fabric/eq.hpp"
-#include "fabric/fabric.hpp"
-#include "fabric/info.hpp"
-#include "fabric/mr.hpp"
-#include "fabric/passive_endpoint.hpp"
-#include "fabric/waiter.hpp"
 #include "lane/lane_msg.hpp"
 #include "rpmem/error.hpp"
 
@@ -37,9 +27,10 @@
 namespace rpmemd
 {
 
-namespace ctl = rpmem::control;
-namespace fab = rpmem::fabric;
 using namespace std::chrono_literals;
+
+namespace fabric_detail
+{
 
 namespace
 {
@@ -47,30 +38,6 @@ namespace
 // Payload bytes of one lane request: a 4 KiB persist inline plus room for a few more entries.
 inline constexpr std::uint32_t default_inline_max = 4096 + 256;
 inline constexpr auto accept_timeout = 30s;
-
-std::int64_t now_ns()
-{
-	return std::chrono::duration_cast<std::chrono::nanoseconds>(
-	           std::chrono::steady_clock::now().time_since_epoch())
-	    .count();
-}
-
-/** Context of one posted receive: which connection and which buffer slot. */
-struct recv_slot {
-	fi_context fctx; // first: libfabric's FI_CONTEXT mode writes here
-	struct connection *conn;
-	std::uint32_t index;
-};
-
-struct connection {
-	std::uint32_t index = 0;
-	std::unique_ptr<fab::endpoint> ep;   // owned by the accept thread
-	std::atomic<fab::endpoint *> live{}; // what workers use: published before any receive
-	std::vector<recv_slot> slots;
-	std::atomic<bool> connected{false};
-	std::atomic<bool> closed{false};
-	unsigned worker = 0;
-};
 
 std::vector<std::string> split_list(const std::string &s)
 {
@@ -109,17 +76,6 @@ unsigned cpu_count()
 	return n > 0 ? static_cast<unsigned>(n) : 1;
 }
 
-/** Threads of this process right now (the provider's own included), from /proc/self/task. */
-unsigned thread_count()
-{
-	std::error_code ec;
-	unsigned n = 0;
-	for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec);
-	     !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
-		++n;
-	return n;
-}
-
 /** The persistence method to announce: commit where the pool allows it and the provider
  * makes FI_COMMIT_COMPLETE writes persistent (FI_RMA_PMEM), else APM where allowed, else GPSPM.
  */
@@ -132,447 +88,329 @@ ctl::persist_method choose_method(const target_params &p, const fab::granted &g)
 	return ctl::persist_method::gpspm;
 }
 
-class fabric_target final : public target
+/** Threads of this process right now (the provider's own included), from /proc/self/task. */
+unsigned thread_count()
 {
-public:
-	explicit fabric_target(const target_params &p) : region_(*p.region), wait_(p.wait)
-	{
-		nlanes_ = std::clamp<std::uint32_t>(p.nlanes, 1, max_lanes);
-
-		// Kept for the target's lifetime: the sockets provider's listener refers to it.
-		listen_info_ = listen_info(p.address, p.providers, p.mr_mode);
-		const auto &fi = listen_info_;
-		domain_ = std::make_unique<fab::fabric_domain>(fi);
-		const auto &g = domain_->granted();
-		if (g.inject_size < rpmem::lane::response_size)
-			throw rpmem::error(ENOTSUP,
-			                   fmt::format("provider {} cannot inject a {}-byte "
-			                               "response (inject_size {})",
-			                               g.provider, rpmem::lane::response_size,
-			                               g.inject_size));
-		inline_max_ = std::min<std::uint32_t>(
-		    default_inline_max,
-		    static_cast<std::uint32_t>(std::min<std::size_t>(
-		        g.max_msg_size - rpmem::lane::request_header_size, UINT32_MAX)));
-		slot_size_ = rpmem::lane::request_header_size + inline_max_;
-		limits_ = {nlanes_, inline_max_};
-
-		eq_ = std::make_unique<fab::eq>(*domain_);
-		pep_ = std::make_unique<fab::passive_endpoint>(*domain_, fi);
-		pep_->bind(*eq_);
-		// Connection requests wait in the EQ until the accept thread starts.
-		pep_->listen();
-		const ctl::persist_method method = choose_method(p, g);
-		// Sized once the listener runs: sockets starts progress threads with the domain
-		// and the listener, and they count against the daemon's thread budget.
-		target_plan_input in;
-		in.lanes = p.nlanes;
-		in.cores = cpu_count();
-		in.nthreads = p.nthreads;
-		in.ep_cnt = g.ep_cnt;
-		in.cq_cnt = g.cq_cnt;
-		in.posted_recv_limit = g.posted_recv_limit();
-		in.threads_running = thread_count();
-		in.announced_writes =
-		    method == ctl::persist_method::commit || method == ctl::persist_method::apm;
-		const target_plan plan = plan_target(in);
-		nendpoints_ = plan.endpoints;
-		nworkers_ = plan.workers;
-		queue_depth_ = plan.queue_depth;
-		const std::size_t cq_size = plan.cq_size;
-		pool_mr_ = std::make_unique<fab::memory_region>(
-		    *domain_, region_.base(), region_.size(), FI_REMOTE_READ | FI_REMOTE_WRITE);
-		for (unsigned w = 0; w < nworkers_; ++w)
-			cqs_.push_back(std::make_unique<fab::cq>(
-			    *domain_, fab::cq_options{cq_size, fab::cq_waiter(wait_).needs()}));
-		buffers_.resize(std::size_t(nendpoints_) * queue_depth_ * slot_size_);
-		recv_mr_ = std::make_unique<fab::memory_region>(*domain_, buffers_.data(),
-		                                                buffers_.size(), FI_RECV);
-		for (std::uint32_t i = 0; i < nendpoints_; ++i) {
-			conns_.push_back(std::make_unique<connection>());
-			conns_.back()->index = i;
-			conns_.back()->worker = i % nworkers_;
-		}
-		if (getrandom(params_.secret.data(), params_.secret.size(), 0) !=
-		    static_cast<ssize_t>(params_.secret.size()))
-			throw rpmem::error(errno,
-			                   "getrandom failed: cannot make the session secret");
-
-		auto name = pep_->name();
-		try {
-			guard_ = std::make_unique<port_guard>(
-			    name.port,
-			    guard_policy{p.auth_timeout, 64, rpmem::lane::conn_data_size});
-		} catch (const rpmem::error &e) {
-			log_warn("silent connections to the fabric port will not be closed: {}",
-			         e.message());
-		}
-		params_.provider = g.provider;
-		params_.address = p.address;
-		params_.port = name.port;
-		params_.rkey = pool_mr_->key();
-		params_.raddr = pool_mr_->remote_base();
-		params_.mr_mode = static_cast<std::uint64_t>(g.mr_mode);
-		params_.nlanes = nlanes_;
-		params_.nendpoints = nendpoints_;
-		params_.inline_max = inline_max_;
-		params_.queue_depth = queue_depth_;
-		params_.method = method;
-		log_info("fabric target on {}:{}: {}; {} lanes, {} connections, queue depth {}, "
-		         "{} workers ({} waits); {} threads before starting them",
-		         p.address, name.port, g.describe(), nlanes_, nendpoints_, queue_depth_,
-		         nworkers_, rpmem::fabric::to_string(wait_), thread_count());
-
-		// Named, so ps -L, top -H and debuggers tell the daemon's threads apart.
-		accept_thread_ = std::thread([this] {
-			pthread_setname_np(pthread_self(), "rpmemd-accept");
-			accept_loop();
-		});
-		for (unsigned w = 0; w < nworkers_; ++w)
-			workers_.emplace_back([this, w] {
-				auto tname = fmt::format("rpmemd-w{}", w);
-				pthread_setname_np(pthread_self(), tname.c_str());
-				worker_loop(w);
-			});
-	}
-
-	~fabric_target() override { stop(); }
-
-	const ctl::fabric_params &params() const override { return params_; }
-	bool connected() const override { return all_connected_.load(); }
-	bool failed() const override { return failed_.load(); }
-	std::int64_t last_activity() const override { return last_activity_.load(); }
-	std::uint64_t bytes() const override { return bytes_.load(); }
-	std::uint64_t requests() const override { return requests_.load(); }
-
-	void stop() override
-	{
-		std::lock_guard lock(stop_mutex_);
-		if (stopped_)
-			return;
-		stopped_ = true;
-		stop_.store(true);
-		if (fab::cq_waiter(wait_).needs() != fab::wait_object::none)
-			for (auto &cq : cqs_)
-				cq->signal();
-		// Wake the accept thread now rather than at its next timeout.
-		try {
-			eq_->wake();
-		} catch (const rpmem::error &e) {
-			log_warn("could not wake the fabric event queue ({}); the accept thread "
-			         "stops at its next timeout",
-			         e.message());
-		}
-		for (auto &t : workers_)
-			t.join();
-		if (accept_thread_.joinable())
-			accept_thread_.join();
-		for (auto &c : conns_) {
-			if (c->ep && c->connected.load()) {
-				try {
-					c->ep->shutdown();
-				} catch (const rpmem::error &) {
-					// The peer is gone already; nothing to tell it.
-				}
-			}
-			c->ep.reset();
-		}
-		pool_mr_.reset();
-	}
-
-private:
-	void accept_loop()
-	{
-		auto deadline = std::chrono::steady_clock::now() + accept_timeout;
-		while (!stop_.load()) {
-			std::optional<fab::eq_event> ev;
-			try {
-				// Short reads: the guard sweeps between them (tcp accepts
-				// connections inside this call).
-				ev = eq_->read(100ms);
-			} catch (const rpmem::error &e) {
-				log_err("fabric event queue failed: {}", e.message());
-				failed_ = true;
-				return;
-			}
-			if (ev)
-				handle_event(*ev);
-			sweep();
-			if (!ev && !all_connected_ && std::chrono::steady_clock::now() > deadline) {
-				log_err(
-				    "the client did not connect all {} fabric connections within "
-				    "{} s ({} connected; {} connection(s) to the port closed for "
-				    "sending no request)",
-				    nendpoints_, accept_timeout.count(), nconnected_.load(),
-				    silent_closed_);
-				failed_ = true;
-				return;
-			}
-		}
-	}
-
-	/** Lets the guard close silent connections to the port, at most every 100 ms. */
-	void sweep()
-	{
-		auto now = std::chrono::steady_clock::now();
-		if (!guard_ || now - last_sweep_ < 100ms)
-			return;
-		last_sweep_ = now;
-		auto r = guard_->sweep();
-		silent_closed_ += r.closed_silent.size() + r.closed_over_cap.size();
-	}
-
-	connection *find(fid_t fid)
-	{
-		for (auto &c : conns_)
-			if (c->ep && c->ep->fid() == fid)
-				return c.get();
-		return nullptr;
-	}
-
-	void handle_event(fab::eq_event &ev)
-	{
-		if (ev.is_error()) {
-			log_warn("fabric connection event error: {}", ev.err_text);
-			if (auto *c = find(ev.fid); c && c->connected)
-				failed_ = true;
-			return;
-		}
-		switch (ev.type) {
-		case FI_CONNREQ:
-			on_connreq(ev);
-			break;
-		case FI_CONNECTED:
-			if (auto *c = find(ev.fid)) {
-				c->connected = true;
-				if (++nconnected_ == nendpoints_) {
-					all_connected_ = true;
-					last_activity_ = now_ns();
-					log_info("all {} fabric connections established; {} "
-					         "threads",
-					         nendpoints_, thread_count());
-				}
-			}
-			break;
-		case FI_SHUTDOWN:
-			if (auto *c = find(ev.fid)) {
-				if (!c->closed.exchange(true) && !stop_)
-					log_warn("fabric connection {} closed by the client",
-					         c->index);
-				failed_ = true;
-			}
-			break;
-		default:
-			break;
-		}
-	}
-
-	/** Accepts a connection only with the session's secret and an unused endpoint index. */
-	void on_connreq(fab::eq_event &ev)
-	{
-		std::string why;
-		// Some transports pad private data (RDMA CM): only the first bytes are ours.
-		auto cd =
-		    rpmem::lane::decode_conn_data(std::span<const std::uint8_t>(ev.data).first(
-		        std::min(ev.data.size(), rpmem::lane::conn_data_size)));
-		if (!cd) {
-			why = fmt::format("{} bytes of connection data instead of {}",
-			                  ev.data.size(), rpmem::lane::conn_data_size);
-		} else {
-			unsigned char diff = 0; // constant time: no timing oracle on the secret
-			for (std::size_t i = 0; i < cd->secret.size(); ++i)
-				diff |=
-				    static_cast<unsigned char>(cd->secret[i] ^ params_.secret[i]);
-			if (diff)
-				why = "wrong session secret";
-			else if (cd->endpoint >= nendpoints_)
-				why = fmt::format("endpoint index {} out of range", cd->endpoint);
-			else if (conns_[cd->endpoint]->ep)
-				why = fmt::format("endpoint {} is already connected", cd->endpoint);
-		}
-		if (!why.empty()) {
-			std::string peer =
-			    describe_address(ev.conn_info->dest_addr, ev.conn_info->dest_addrlen);
-			if (guard_)
-				guard_->refused(peer, why);
-			else
-				log_warn("refused a fabric connection request from {}: {}", peer,
-				         why);
-			try {
-				pep_->reject(ev.conn_info, {});
-			} catch (const rpmem::error &e) {
-				log_warn("rejecting it failed: {}", e.message());
-			}
-			return;
-		}
-		auto &c = *conns_[cd->endpoint];
-		try {
-			c.ep = std::make_unique<fab::endpoint>(*domain_, ev.conn_info);
-			c.ep->bind(*eq_);
-			// Responses are injected (no completion); receives complete as usual.
-			c.ep->bind(*cqs_[c.worker], FI_TRANSMIT | FI_SELECTIVE_COMPLETION);
-			c.ep->bind(*cqs_[c.worker], FI_RECV);
-			c.ep->enable();
-			c.slots.resize(queue_depth_);
-			c.live.store(c.ep.get(), std::memory_order_release);
-			for (std::uint32_t i = 0; i < queue_depth_; ++i) {
-				c.slots[i].conn = &c;
-				c.slots[i].index = i;
-				post_recv(*c.ep, c, i);
-			}
-			c.ep->accept({});
-		} catch (const rpmem::error &e) {
-			log_err("accepting fabric connection {} failed: {}", cd->endpoint,
-			        e.message());
-			failed_ = true;
-			// No half-made endpoint stays behind: workers stop seeing it, and the index
-			// is free again.
-			c.live.store(nullptr);
-			c.ep.reset();
-		}
-	}
-
-	std::uint8_t *slot_buffer(const connection &c, std::uint32_t slot)
-	{
-		return buffers_.data() + (std::size_t(c.index) * queue_depth_ + slot) * slot_size_;
-	}
-
-	void post_recv(fab::endpoint &ep, connection &c, std::uint32_t slot)
-	{
-		while (ep.recv(slot_buffer(c, slot), slot_size_, recv_mr_->desc(),
-		               &c.slots[slot]) == fab::post_status::again)
-			std::this_thread::yield();
-	}
-
-	void worker_loop(unsigned w)
-	{
-		auto &cq = *cqs_[w];
-		// Adaptive: after a request, poll for the next one while that pays and a core is
-		// free (a client persisting back to back sends it within microseconds).
-		fab::cq_waiter waiter(wait_);
-		std::array<fab::cq_entry, 16> entries{};
-		while (!stop_.load(std::memory_order_relaxed)) {
-			fab::cq_result res;
-			try {
-				res = waiter.wait(cq, entries, 500ms);
-			} catch (const rpmem::error &e) {
-				log_err("worker {}: completion queue failed: {}", w, e.message());
-				failed_ = true;
-				return;
-			}
-			if (res.error) {
-				on_cq_error(*res.error);
-				continue;
-			}
-			for (std::size_t i = 0; i < res.count; ++i)
-				serve(entries[i]);
-		}
-	}
-
-	void on_cq_error(const fab::cq_error &e)
-	{
-		if (stop_)
-			return;
-		auto *slot = static_cast<recv_slot *>(e.op_context);
-		if (slot && slot->conn->closed.exchange(true))
-			return; // one line per connection, not one per posted receive
-		log_warn("fabric connection {}: completion error: {}", slot ? slot->conn->index : 0,
-		         e.text);
-		failed_ = true;
-	}
-
-	void serve(const fab::cq_entry &entry)
-	{
-		if (!(entry.flags & FI_RECV))
-			return;
-		auto *slot = static_cast<recv_slot *>(entry.op_context);
-		auto &c = *slot->conn;
-		auto *ep = c.live.load(std::memory_order_acquire);
-		auto *buf = slot_buffer(c, slot->index);
-		std::span<const std::uint8_t> msg(buf,
-		                                  std::min<std::size_t>(entry.len, slot_size_));
-		rpmem::lane::request req;
-		std::uint64_t persisted = 0;
-		int err = execute(msg, limits_, region_, &req, &persisted);
-		requests_.fetch_add(1, std::memory_order_relaxed);
-		last_activity_.store(now_ns(), std::memory_order_relaxed);
-		bytes_.fetch_add(persisted, std::memory_order_relaxed);
-		if (err == EPROTO) {
-			// Not a lane request at all: this peer cannot be trusted any more.
-			log_err("connection {}: a {}-byte message that is not a lane request: "
-			        "closing the connection (no further request on it is served)",
-			        c.index, entry.len);
-			c.closed = true;
-			failed_ = true;
-			try {
-				ep->shutdown();
-			} catch (const rpmem::error &) {
-			}
-			return;
-		}
-		if (err)
-			log_warn(
-			    "connection {}: lane {} request refused: {} (offset {}, length {})",
-			    c.index, req.lane, std::strerror(err), req.offset, req.length);
-		// Re-post before answering: the client may send again as soon as it sees the reply.
-		post_recv(*ep, c, slot->index);
-		std::uint8_t resp[rpmem::lane::response_size];
-		rpmem::lane::encode(
-		    rpmem::lane::response{req.lane, static_cast<std::uint32_t>(err), req.cookie},
-		    resp);
-		try {
-			while (ep->inject(resp, sizeof(resp)) == fab::post_status::again)
-				std::this_thread::yield();
-		} catch (const rpmem::error &e) {
-			log_err("connection {}: sending a response failed: {}", c.index,
-			        e.message());
-			failed_ = true;
-		}
-	}
-
-	persist_region &region_;
-	rpmem::fabric::wait_mode wait_;
-	std::uint32_t nlanes_ = 0;
-	std::uint32_t nendpoints_ = 0;
-	unsigned nworkers_ = 0;
-	std::uint32_t queue_depth_ = 0;
-	std::uint32_t inline_max_ = 0;
-	std::size_t slot_size_ = 0;
-	lane_limits limits_;
-	ctl::fabric_params params_;
-
-	fab::info listen_info_;
-	std::unique_ptr<fab::fabric_domain> domain_;
-	std::unique_ptr<fab::eq> eq_;
-	std::unique_ptr<fab::passive_endpoint> pep_;
-	std::unique_ptr<fab::memory_region> pool_mr_;
-	std::vector<std::unique_ptr<fab::cq>> cqs_;
-	std::vector<std::uint8_t> buffers_;
-	std::unique_ptr<fab::memory_region> recv_mr_;
-	std::vector<std::unique_ptr<connection>> conns_;
-	// Used by the accept thread only.
-	std::unique_ptr<port_guard> guard_;
-	std::chrono::steady_clock::time_point last_sweep_{};
-	std::size_t silent_closed_ = 0;
-
-	std::thread accept_thread_;
-	std::vector<std::thread> workers_;
-	std::mutex stop_mutex_;
-	bool stopped_ = false;
-	std::atomic<bool> stop_{false};
-	std::atomic<bool> all_connected_{false};
-	std::atomic<bool> failed_{false};
-	std::atomic<std::uint32_t> nconnected_{0};
-	std::atomic<std::int64_t> last_activity_{0};
-	std::atomic<std::uint64_t> bytes_{0};
-	std::atomic<std::uint64_t> requests_{0};
-};
+	std::error_code ec;
+	unsigned n = 0;
+	for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec);
+	     !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+		++n;
+	return n;
+}
 
 } // namespace
 
+fabric_target::fabric_target(const target_params &p) : region_(*p.region), wait_(p.wait)
+{
+	nlanes_ = std::clamp<std::uint32_t>(p.nlanes, 1, max_lanes);
+	listen(p);
+	const ctl::persist_method method = choose_method(p, domain_->granted());
+	allocate(size(p, method));
+	announce(p, method);
+	start_threads();
+}
+
+/** Opens the domain and starts listening: connection requests wait in the EQ until the accept
+ *  thread starts. */
+void fabric_target::listen(const target_params &p)
+{
+	// Kept for the target's lifetime: the sockets provider's listener refers to it.
+	listen_info_ = listen_info(p.address, p.providers, p.mr_mode);
+	const auto &fi = listen_info_;
+	domain_ = std::make_unique<fab::fabric_domain>(fi);
+	const auto &g = domain_->granted();
+	if (g.inject_size < rpmem::lane::response_size)
+		throw rpmem::error(ENOTSUP, fmt::format("provider {} cannot inject a {}-byte "
+		                                        "response (inject_size {})",
+		                                        g.provider, rpmem::lane::response_size,
+		                                        g.inject_size));
+	inline_max_ = std::min<std::uint32_t>(
+	    default_inline_max,
+	    static_cast<std::uint32_t>(std::min<std::size_t>(
+	        g.max_msg_size - rpmem::lane::request_header_size, UINT32_MAX)));
+	slot_size_ = rpmem::lane::request_header_size + inline_max_;
+	limits_ = {nlanes_, inline_max_};
+	eq_ = std::make_unique<fab::eq>(*domain_);
+	pep_ = std::make_unique<fab::passive_endpoint>(*domain_, fi);
+	pep_->bind(*eq_);
+	pep_->listen();
+}
+
+/** Connections, workers and queue depths (target_plan.hpp). Sized once the listener runs:
+ *  sockets starts progress threads with the domain and the listener, and they count against
+ *  the daemon's thread budget. */
+target_plan fabric_target::size(const target_params &p, ctl::persist_method method)
+{
+	const auto &g = domain_->granted();
+	target_plan_input in;
+	in.lanes = p.nlanes;
+	in.cores = cpu_count();
+	in.nthreads = p.nthreads;
+	in.ep_cnt = g.ep_cnt;
+	in.cq_cnt = g.cq_cnt;
+	in.posted_recv_limit = g.posted_recv_limit();
+	in.threads_running = thread_count();
+	in.announced_writes =
+	    method == ctl::persist_method::commit || method == ctl::persist_method::apm;
+	const target_plan plan = plan_target(in);
+	nendpoints_ = plan.endpoints;
+	nworkers_ = plan.workers;
+	queue_depth_ = plan.queue_depth;
+	return plan;
+}
+
+/** The pool's registration, a completion queue per worker, the receive buffers, the
+ *  connection slots and the session secret. */
+void fabric_target::allocate(const target_plan &plan)
+{
+	pool_mr_ = std::make_unique<fab::memory_region>(*domain_, region_.base(), region_.size(),
+	                                                FI_REMOTE_READ | FI_REMOTE_WRITE);
+	for (unsigned w = 0; w < nworkers_; ++w)
+		cqs_.push_back(std::make_unique<fab::cq>(
+		    *domain_, fab::cq_options{plan.cq_size, fab::cq_waiter(wait_).needs()}));
+	buffers_.resize(std::size_t(nendpoints_) * queue_depth_ * slot_size_);
+	recv_mr_ = std::make_unique<fab::memory_region>(*domain_, buffers_.data(), buffers_.size(),
+	                                                FI_RECV);
+	for (std::uint32_t i = 0; i < nendpoints_; ++i) {
+		conns_.push_back(std::make_unique<connection>());
+		conns_.back()->index = i;
+		conns_.back()->worker = i % nworkers_;
+	}
+	if (getrandom(params_.secret.data(), params_.secret.size(), 0) !=
+	    static_cast<ssize_t>(params_.secret.size()))
+		throw rpmem::error(errno, "getrandom failed: cannot make the session secret");
+}
+
+/** Guards the port against silent connections and fills in what the client is told. */
+void fabric_target::announce(const target_params &p, ctl::persist_method method)
+{
+	const auto &g = domain_->granted();
+	auto name = pep_->name();
+	try {
+		guard_ = std::make_unique<port_guard>(
+		    name.port, guard_policy{p.auth_timeout, 64, rpmem::lane::conn_data_size});
+	} catch (const rpmem::error &e) {
+		log_warn("silent connections to the fabric port will not be closed: {}",
+		         e.message());
+	}
+	params_.provider = g.provider;
+	params_.address = p.address;
+	params_.port = name.port;
+	params_.rkey = pool_mr_->key();
+	params_.raddr = pool_mr_->remote_base();
+	params_.mr_mode = static_cast<std::uint64_t>(g.mr_mode);
+	params_.nlanes = nlanes_;
+	params_.nendpoints = nendpoints_;
+	params_.inline_max = inline_max_;
+	params_.queue_depth = queue_depth_;
+	params_.method = method;
+	log_info("fabric target on {}:{}: {}; {} lanes, {} connections, queue depth {}, "
+	         "{} workers ({} waits); {} threads before starting them",
+	         p.address, name.port, g.describe(), nlanes_, nendpoints_, queue_depth_, nworkers_,
+	         rpmem::fabric::to_string(wait_), thread_count());
+}
+
+void fabric_target::start_threads()
+{
+	// Named, so ps -L, top -H and debuggers tell the daemon's threads apart.
+	accept_thread_ = std::thread([this] {
+		pthread_setname_np(pthread_self(), "rpmemd-accept");
+		accept_loop();
+	});
+	for (unsigned w = 0; w < nworkers_; ++w)
+		workers_.emplace_back([this, w] {
+			auto tname = fmt::format("rpmemd-w{}", w);
+			pthread_setname_np(pthread_self(), tname.c_str());
+			worker_loop(w);
+		});
+}
+
+void fabric_target::stop()
+{
+	std::lock_guard lock(stop_mutex_);
+	if (stopped_)
+		return;
+	stopped_ = true;
+	stop_.store(true);
+	if (fab::cq_waiter(wait_).needs() != fab::wait_object::none)
+		for (auto &cq : cqs_)
+			cq->signal();
+	// Wake the accept thread now rather than at its next timeout.
+	try {
+		eq_->wake();
+	} catch (const rpmem::error &e) {
+		log_warn("could not wake the fabric event queue ({}); the accept thread "
+		         "stops at its next timeout",
+		         e.message());
+	}
+	for (auto &t : workers_)
+		t.join();
+	if (accept_thread_.joinable())
+		accept_thread_.join();
+	for (auto &c : conns_) {
+		if (c->ep && c->connected.load()) {
+			try {
+				c->ep->shutdown();
+			} catch (const rpmem::error &) {
+				// The peer is gone already; nothing to tell it.
+			}
+		}
+		c->ep.reset();
+	}
+	pool_mr_.reset();
+}
+
+void fabric_target::accept_loop()
+{
+	auto deadline = std::chrono::steady_clock::now() + accept_timeout;
+	while (!stop_.load()) {
+		std::optional<fab::eq_event> ev;
+		try {
+			// Short reads: the guard sweeps between them (tcp accepts
+			// connections inside this call).
+			ev = eq_->read(100ms);
+		} catch (const rpmem::error &e) {
+			log_err("fabric event queue failed: {}", e.message());
+			failed_ = true;
+			return;
+		}
+		if (ev)
+			handle_event(*ev);
+		sweep();
+		if (!ev && !all_connected_ && std::chrono::steady_clock::now() > deadline) {
+			log_err("the client did not connect all {} fabric connections within "
+			        "{} s ({} connected; {} connection(s) to the port closed for "
+			        "sending no request)",
+			        nendpoints_, accept_timeout.count(), nconnected_.load(),
+			        silent_closed_);
+			failed_ = true;
+			return;
+		}
+	}
+}
+
+/** Lets the guard close silent connections to the port, at most every 100 ms. */
+void fabric_target::sweep()
+{
+	auto now = std::chrono::steady_clock::now();
+	if (!guard_ || now - last_sweep_ < 100ms)
+		return;
+	last_sweep_ = now;
+	auto r = guard_->sweep();
+	silent_closed_ += r.closed_silent.size() + r.closed_over_cap.size();
+}
+
+connection *fabric_target::find(fid_t fid)
+{
+	for (auto &c : conns_)
+		if (c->ep && c->ep->fid() == fid)
+			return c.get();
+	return nullptr;
+}
+
+void fabric_target::handle_event(fab::eq_event &ev)
+{
+	if (ev.is_error()) {
+		log_warn("fabric connection event error: {}", ev.err_text);
+		if (auto *c = find(ev.fid); c && c->connected)
+			failed_ = true;
+		return;
+	}
+	switch (ev.type) {
+	case FI_CONNREQ:
+		on_connreq(ev);
+		break;
+	case FI_CONNECTED:
+		if (auto *c = find(ev.fid)) {
+			c->connected = true;
+			if (++nconnected_ == nendpoints_) {
+				all_connected_ = true;
+				last_activity_ = now_ns();
+				log_info("all {} fabric connections established; {} "
+				         "threads",
+				         nendpoints_, thread_count());
+			}
+		}
+		break;
+	case FI_SHUTDOWN:
+		if (auto *c = find(ev.fid)) {
+			if (!c->closed.exchange(true) && !stop_)
+				log_warn("fabric connection {} closed by the client", c->index);
+			failed_ = true;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/** Accepts a connection only with the session's secret and an unused endpoint index. */
+void fabric_target::on_connreq(fab::eq_event &ev)
+{
+	std::string why;
+	// Some transports pad private data (RDMA CM): only the first bytes are ours.
+	auto cd = rpmem::lane::decode_conn_data(std::span<const std::uint8_t>(ev.data).first(
+	    std::min(ev.data.size(), rpmem::lane::conn_data_size)));
+	if (!cd) {
+		why = fmt::format("{} bytes of connection data instead of {}", ev.data.size(),
+		                  rpmem::lane::conn_data_size);
+	} else {
+		unsigned char diff = 0; // constant time: no timing oracle on the secret
+		for (std::size_t i = 0; i < cd->secret.size(); ++i)
+			diff |= static_cast<unsigned char>(cd->secret[i] ^ params_.secret[i]);
+		if (diff)
+			why = "wrong session secret";
+		else if (cd->endpoint >= nendpoints_)
+			why = fmt::format("endpoint index {} out of range", cd->endpoint);
+		else if (conns_[cd->endpoint]->ep)
+			why = fmt::format("endpoint {} is already connected", cd->endpoint);
+	}
+	if (!why.empty()) {
+		std::string peer =
+		    describe_address(ev.conn_info->dest_addr, ev.conn_info->dest_addrlen);
+		if (guard_)
+			guard_->refused(peer, why);
+		else
+			log_warn("refused a fabric connection request from {}: {}", peer, why);
+		try {
+			pep_->reject(ev.conn_info, {});
+		} catch (const rpmem::error &e) {
+			log_warn("rejecting it failed: {}", e.message());
+		}
+		return;
+	}
+	auto &c = *conns_[cd->endpoint];
+	try {
+		c.ep = std::make_unique<fab::endpoint>(*domain_, ev.conn_info);
+		c.ep->bind(*eq_);
+		// Responses are injected (no completion); receives complete as usual.
+		c.ep->bind(*cqs_[c.worker], FI_TRANSMIT | FI_SELECTIVE_COMPLETION);
+		c.ep->bind(*cqs_[c.worker], FI_RECV);
+		c.ep->enable();
+		c.slots.resize(queue_depth_);
+		c.live.store(c.ep.get(), std::memory_order_release);
+		for (std::uint32_t i = 0; i < queue_depth_; ++i) {
+			c.slots[i].conn = &c;
+			c.slots[i].index = i;
+			post_recv(*c.ep, c, i);
+		}
+		c.ep->accept({});
+	} catch (const rpmem::error &e) {
+		log_err("accepting fabric connection {} failed: {}", cd->endpoint, e.message());
+		failed_ = true;
+		// No half-made endpoint stays behind: workers stop seeing it, and the index
+		// is free again.
+		c.live.store(nullptr);
+		c.ep.reset();
+	}
+}
+
+} // namespace fabric_detail
+
 std::unique_ptr<target> start_target(const target_params &params)
 {
-	return std::make_unique<fabric_target>(params);
+	return std::make_unique<fabric_detail::fabric_target>(params);
 }
 
 } // namespace rpmemd

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The fabric target's workers: each blocks (or polls) on its completion queue, executes the
+// lane requests that arrive (lane_exec) and answers each with an injected 16-byte response.
+#include "fabric_target.hpp"
+
+#include "log.hpp"
+
+#include "lane/lane_msg.hpp"
+#include "rpmem/error.hpp"
+
+#include <rdma/fi_endpoint.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+namespace rpmemd::fabric_detail
+{
+
+using namespace std::chrono_literals;
+
+std::uint8_t *fabric_target::slot_buffer(const connection &c, std::uint32_t slot)
+{
+	return buffers_.data() + (std::size_t(c.index) * queue_depth_ + slot) * slot_size_;
+}
+
+void fabric_target::post_recv(fab::endpoint &ep, connection &c, std::uint32_t slot)
+{
+	while (ep.recv(slot_buffer(c, slot), slot_size_, recv_mr_->desc(), &c.slots[slot]) ==
+	       fab::post_status::again)
+		std::this_thread::yield();
+}
+
+void fabric_target::worker_loop(unsigned w)
+{
+	auto &cq = *cqs_[w];
+	// Adaptive: after a request, poll for the next one while that pays and a core is
+	// free (a client persisting back to back sends it within microseconds).
+	fab::cq_waiter waiter(wait_);
+	std::array<fab::cq_entry, 16> entries{};
+	while (!stop_.load(std::memory_order_relaxed)) {
+		fab::cq_result res;
+		try {
+			res = waiter.wait(cq, entries, 500ms);
+		} catch (const rpmem::error &e) {
+			log_err("worker {}: completion queue failed: {}", w, e.message());
+			failed_ = true;
+			return;
+		}
+		if (res.error) {
+			on_cq_error(*res.error);
+			continue;
+		}
+		for (std::size_t i = 0; i < res.count; ++i)
+			serve(entries[i]);
+	}
+}
+
+void fabric_target::on_cq_error(const fab::cq_error &e)
+{
+	if (stop_)
+		return;
+	auto *slot = static_cast<recv_slot *>(e.op_context);
+	if (slot && slot->conn->closed.exchange(true))
+		return; // one line per connection, not one per posted receive
+	log_warn("fabric connection {}: completion error: {}", slot ? slot->conn->index : 0,
+	         e.text);
+	failed_ = true;
+}
+
+void fabric_target::serve(const fab::cq_entry &entry)
+{
+	if (!(entry.flags & FI_RECV))
+		return;
+	auto *slot = static_cast<recv_slot *>(entry.op_context);
+	auto &c = *slot->conn;
+	auto *ep = c.live.load(std::memory_order_acquire);
+	auto *buf = slot_buffer(c, slot->index);
+	std::span<const std::uint8_t> msg(buf, std::min<std::size_t>(entry.len, slot_size_));
+	rpmem::lane::request req;
+	std::uint64_t persisted = 0;
+	int err = execute(msg, limits_, region_, &req, &persisted);
+	requests_.fetch_add(1, std::memory_order_relaxed);
+	last_activity_.store(now_ns(), std::memory_order_relaxed);
+	bytes_.fetch_add(persisted, std::memory_order_relaxed);
+	if (err == EPROTO) {
+		// Not a lane request at all: this peer cannot be trusted any more.
+		log_err("connection {}: a {}-byte message that is not a lane request: "
+		        "closing the connection (no further request on it is served)",
+		        c.index, entry.len);
+		c.closed = true;
+		failed_ = true;
+		try {
+			ep->shutdown();
+		} catch (const rpmem::error &) {
+		}
+		return;
+	}
+	if (err)
+		log_warn("connection {}: lane {} request refused: {} (offset {}, length {})",
+		         c.index, req.lane, std::strerror(err), req.offset, req.length);
+	// Re-post before answering: the client may send again as soon as it sees the reply.
+	post_recv(*ep, c, slot->index);
+	std::uint8_t resp[rpmem::lane::response_size];
+	rpmem::lane::encode(
+	    rpmem::lane::response{req.lane, static_cast<std::uint32_t>(err), req.cookie}, resp);
+	try {
+		while (ep->inject(resp, sizeof(resp)) == fab::post_status::again)
+			std::this_thread::yield();
+	} catch (const rpmem::error &e) {
+		log_err("connection {}: sending a response failed: {}", c.index, e.message());
+		failed_ = true;
+	}
+}
+
+} // namespace rpmemd::fabric_detail
