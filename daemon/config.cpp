@@ -20,9 +20,6 @@ namespace rpmemd
 namespace
 {
 
-constexpr unsigned max_nthreads = 1024; // more would be a typo, not a configuration
-constexpr long long max_heartbeat_ms = 3'600'000;
-constexpr long long max_auth_timeout_ms = 60'000;
 constexpr std::string_view help_hint = "run 'rpmemd --help' for the list of options";
 
 /** A value that does not parse; the caller adds where it came from. */
@@ -100,85 +97,71 @@ unsigned long long number_value(std::string_view value, unsigned long long min,
 	return n;
 }
 
+/** Parses `value` with parse (an optional), or says what it is not and what to use. */
+template <class Parse>
+auto parsed(std::string_view value, Parse parse, std::string_view what, std::string_view use)
+{
+	auto v = parse(value);
+	if (!v)
+		throw value_error{fmt::format("'{}' is not {}; use {}", shown(value), what, use)};
+	return *v;
+}
+
+bool &bool_field(config &cfg, setting s)
+{
+	switch (s) {
+	case setting::persist_apm:
+		return cfg.persist_apm;
+	case setting::persist_general:
+		return cfg.persist_general;
+	case setting::persist_commit:
+		return cfg.persist_commit;
+	default:
+		return cfg.use_syslog;
+	}
+}
+
 /** Sets `s` from its text form, unless `keep` says the command line set it already (the
  * value is still checked: a broken config file line is reported either way). */
 void apply(config &cfg, setting s, std::string_view value, const cmdline_mask &keep)
 {
-	bool assign = !keep.has(s);
-	switch (s) {
-	case setting::log_file: {
-		auto path = path_value(value);
+	const bool assign = !keep.has(s);
+	auto set = [assign](auto &field, auto v) {
 		if (assign)
-			cfg.log_file = std::move(path);
+			field = std::move(v);
+	};
+	switch (s) {
+	case setting::log_file:
+		set(cfg.log_file, path_value(value));
 		// PMDK: a log file turns syslog off, unless the command line chose syslog.
 		if (assign && !keep.has(setting::use_syslog))
 			cfg.use_syslog = false;
 		return;
-	}
-	case setting::poolset_dir: {
-		auto path = path_value(value);
-		if (assign)
-			cfg.poolset_dir = std::move(path);
-		return;
-	}
+	case setting::poolset_dir:
+		return set(cfg.poolset_dir, path_value(value));
 	case setting::persist_apm:
 	case setting::persist_general:
 	case setting::persist_commit:
-	case setting::use_syslog: {
-		bool b = bool_value(value);
-		if (!assign)
-			return;
-		bool &field = s == setting::persist_apm       ? cfg.persist_apm
-		              : s == setting::persist_general ? cfg.persist_general
-		              : s == setting::persist_commit  ? cfg.persist_commit
-		                                              : cfg.use_syslog;
-		field = b;
-		return;
-	}
-	case setting::wait: {
-		auto mode = rpmem::fabric::parse_wait_mode(value);
-		if (!mode)
-			throw value_error{
-			    fmt::format("'{}' is not a way to wait; use adaptive, block or spin",
-			                shown(value))};
-		if (assign)
-			cfg.wait = *mode;
-		return;
-	}
-	case setting::mr_mode: {
-		auto mode = rpmem::fabric::parse_mr_mode(value);
-		if (!mode)
-			throw value_error{fmt::format(
-			    "'{}' is not a memory registration mode; use auto, basic or scalable",
-			    shown(value))};
-		if (assign)
-			cfg.mr_mode = *mode;
-		return;
-	}
-	case setting::log_level: {
-		auto level = parse_log_level(value);
-		if (!level)
-			throw value_error{fmt::format(
-			    "'{}' is not a log level; use err, warn, notice, info or debug",
-			    shown(value))};
-		if (assign)
-			cfg.level = *level;
-		return;
-	}
-	case setting::heartbeat_timeout: {
+	case setting::use_syslog:
+		return set(bool_field(cfg, s), bool_value(value));
+	case setting::wait:
+		return set(cfg.wait, parsed(value, rpmem::fabric::parse_wait_mode, "a way to wait",
+		                            "adaptive, block or spin"));
+	case setting::mr_mode:
+		return set(cfg.mr_mode,
+		           parsed(value, rpmem::fabric::parse_mr_mode, "a memory registration mode",
+		                  "auto, basic or scalable"));
+	case setting::log_level:
+		return set(cfg.level, parsed(value, parse_log_level, "a log level",
+		                             "err, warn, notice, info or debug"));
+	case setting::heartbeat_timeout:
 		// At least 1 ms: "never" would let a dead client hold the pool forever.
-		auto ms = number_value(value, 1, max_heartbeat_ms);
-		if (assign)
-			cfg.heartbeat_timeout = std::chrono::milliseconds(ms);
-		return;
-	}
-	case setting::auth_timeout: {
+		return set(cfg.heartbeat_timeout,
+		           std::chrono::milliseconds(number_value(value, 1, max_heartbeat_ms)));
+	case setting::auth_timeout:
 		// At least 10 ms: an honest client sends its request as soon as TCP connects.
-		auto ms = number_value(value, 10, max_auth_timeout_ms);
-		if (assign)
-			cfg.auth_timeout = std::chrono::milliseconds(ms);
-		return;
-	}
+		return set(cfg.auth_timeout,
+		           std::chrono::milliseconds(number_value(value, 10, max_auth_timeout_ms)));
 	case setting::count_:
 		break;
 	}
@@ -520,58 +503,6 @@ config load(int argc, char **argv, const environment &env)
 	auto read = read_config_files(cfg, given, env);
 	finish(cfg, given, read, env);
 	return cfg;
-}
-
-std::string usage(std::string_view program)
-{
-	return fmt::format(
-	    "usage: {} [options]\n"
-	    "\n"
-	    "Target daemon of rpmem: started over ssh by the client, one pool per process;\n"
-	    "the control protocol runs on stdin/stdout.\n"
-	    "\n"
-	    "Options:\n"
-	    "  -c, --config <path>       read only this config file (it must exist)\n"
-	    "  -h, --help                print this help and exit\n"
-	    "  -V, --version             print the version and exit\n"
-	    "  -r, --remove <poolset>    remove pool set <poolset> (relative to poolset-dir)\n"
-	    "                            and exit\n"
-	    "  -f, --force               with --remove: ignore errors\n"
-	    "  -s, --pool-set            with --remove: also remove the pool set file\n"
-	    "  -t, --nthreads <num>      worker threads, 0 to {} (default 0: automatic)\n"
-	    "      --log-file <path>     log to this file instead of syslog\n"
-	    "                            (default /var/log/rpmemd.log)\n"
-	    "      --poolset-dir <path>  directory of pool set descriptors (default $HOME)\n"
-	    "      --persist-apm         use the Appliance Persistency Method where the pool\n"
-	    "                            is on real pmem and NIC writes are durable\n"
-	    "      --persist-general     use the General Purpose Server Persistency Method\n"
-	    "      --use-syslog          log to syslog (the default)\n"
-	    "      --log-level <level>   err, warn, notice, info or debug (default err)\n"
-	    "      --heartbeat-timeout <ms>\n"
-	    "                            give up on a silent client after <ms> milliseconds\n"
-	    "                            (1 to {}, default 5000)\n"
-	    "      --wait <mode>         how workers wait for requests: adaptive (poll while\n"
-	    "                            it pays and a core is free, then block; default),\n"
-	    "                            block or spin\n"
-	    "      --persist-commit      offer the commit-complete persist where the provider\n"
-	    "                            grants FI_RMA_PMEM and the pool is on real pmem\n"
-	    "      --mr-mode <mode>      memory registration mode asked of the provider:\n"
-	    "                            auto (default; or RPMEM_MR_MODE), basic or scalable\n"
-	    "      --auth-timeout <ms>   close a connection to the fabric port that has not\n"
-	    "                            sent its connection request within <ms> (10 to {},\n"
-	    "                            default 1000)\n"
-	    "\n"
-	    "Config files: /etc/rpmemd/rpmemd.conf, then ~/.rpmemd.conf (or only --config).\n"
-	    "One 'key = value' per line, '#' starts a comment, booleans are yes or no.\n"
-	    "Keys: log-file, poolset-dir, persist-apm, persist-general, use-syslog,\n"
-	    "log-level, heartbeat-timeout, wait, persist-commit, mr-mode, auth-timeout.\n"
-	    "Command-line options override config files.\n",
-	    program, max_nthreads, max_heartbeat_ms, max_auth_timeout_ms);
-}
-
-std::string version_string()
-{
-	return "rpmemd version " RPMEMD_VERSION;
 }
 
 } // namespace rpmemd

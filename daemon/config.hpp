@@ -130,7 +130,12 @@ std::string substitute_home(std::string_view path, std::string_view home);
  * be absolute). With -h or -V, returns right after the command line. */
 config load(int argc, char **argv, const environment &env);
 
-/** The --help text; `program` is argv[0]. */
+/** Limits of the numeric settings: more would be a typo, not a configuration. */
+inline constexpr unsigned max_nthreads = 1024;
+inline constexpr long long max_heartbeat_ms = 3'600'000;
+inline constexpr long long max_auth_timeout_ms = 60'000;
+
+/** The --help text (usage.cpp); `program` is argv[0]. */
 std::string usage(std::string_view program);
 
 /** "rpmemd version <RPMEMD_VERSION>" */
