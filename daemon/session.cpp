@@ -245,6 +245,27 @@ private:
 		}
 	}
 
+	/** How the fabric target of the pool just opened for `req` is set up. */
+	target_params target_for(const ctl::pool_request &req) const
+	{
+		// NIC writes (APM) and provider cache flushes (commit) are durable only where the
+		// pool is persistent memory; commit is new in protocol 1.1.
+		const bool pmem = pool_->is_pmem();
+		target_params tp;
+		tp.address = address_;
+		tp.providers = req.provider;
+		tp.region = region_.get();
+		tp.nlanes = req.nlanes;
+		tp.allow_apm = cfg_.persist_apm && pmem;
+		tp.allow_commit =
+		    cfg_.persist_commit && pmem && req.minor >= ctl::commit_since_minor;
+		tp.nthreads = cfg_.nthreads;
+		tp.wait = cfg_.wait;
+		tp.mr_mode = cfg_.mr_mode.value_or(rpmem::fabric::mr_mode::automatic);
+		tp.auth_timeout = cfg_.auth_timeout;
+		return tp;
+	}
+
 	std::optional<int> open_pool(ctl::msg_type type, const ctl::pool_request &req)
 	{
 		const bool create = type == ctl::msg_type::create;
@@ -266,22 +287,7 @@ private:
 				pool_ = store_.open(req.descriptor, req.pool_size);
 			}
 			region_ = std::make_unique<pool_region>(*pool_, req.pool_size);
-			// NIC writes (APM) and provider cache flushes (commit) are durable only
-			// where the pool is persistent memory; commit is new in protocol 1.1.
-			const bool pmem = pool_->is_pmem();
-			target_params tp;
-			tp.address = address_;
-			tp.providers = req.provider;
-			tp.region = region_.get();
-			tp.nlanes = req.nlanes;
-			tp.allow_apm = cfg_.persist_apm && pmem;
-			tp.allow_commit =
-			    cfg_.persist_commit && pmem && req.minor >= ctl::commit_since_minor;
-			tp.nthreads = cfg_.nthreads;
-			tp.wait = cfg_.wait;
-			tp.mr_mode = cfg_.mr_mode.value_or(rpmem::fabric::mr_mode::automatic);
-			tp.auth_timeout = cfg_.auth_timeout;
-			target_ = start_target(tp);
+			target_ = start_target(target_for(req));
 		} catch (const store_error &e) {
 			log_err("{}: {} {}: {}", peer_, create ? "create" : "open", req.descriptor,
 			        e.message());
