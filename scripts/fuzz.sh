@@ -70,10 +70,11 @@ failed=0
 printf '%-10s %12s %10s %8s %9s  %s\n' target executions exec/s corpus findings result
 for t in "${targets[@]}"; do
   log="$run_dir/$t/log" rc=$(cat "$run_dir/$t/rc")
-  execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | tail -1 | awk '{print $2}')
-  [ -n "$execs" ] || execs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
-  rate=$(grep -oE 'stat::average_exec_per_sec: *[0-9]+' "$log" | tail -1 | awk '{print $2}')
-  units=$(grep -oE '^#[0-9]+.*corp: [0-9]+' "$log" | tail -1 | sed -E 's/.*corp: //')
+  # Each may find nothing (a crash on a seed prints no statistics): never fatal under pipefail.
+  execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | tail -1 | awk '{print $2}' || true)
+  [ -n "$execs" ] || execs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#' || true)
+  rate=$(grep -oE 'stat::average_exec_per_sec: *[0-9]+' "$log" | tail -1 | awk '{print $2}' || true)
+  units=$(grep -oE '^#[0-9]+.*corp: [0-9]+' "$log" | tail -1 | sed -E 's/.*corp: //' || true)
   artifacts=$(grep -oE "Test unit written to [^ ]+" "$log" | awk '{print $5}' || true)
   nfind=$(printf '%s' "$artifacts" | grep -c . || true)
   if [ "$rc" -ne 0 ] && [ "$nfind" -eq 0 ]; then nfind=1; fi
