@@ -64,23 +64,15 @@ inline constexpr std::size_t entry_size(std::uint64_t length, bool with_data)
 	return entry_header_size + (with_data ? padded(length) : 0);
 }
 
-namespace detail
-{
-inline void put(std::uint8_t *&p, std::uint64_t v, int n)
-{
-	for (int i = 0; i < n; ++i)
-		*p++ = static_cast<std::uint8_t>(v >> (8 * i));
-}
-} // namespace detail
-
 inline void encode(const request &r, std::uint8_t *out)
 {
-	detail::put(out, request_magic, 2);
-	detail::put(out, static_cast<std::uint16_t>(r.kind), 2);
-	detail::put(out, r.lane, 4);
-	detail::put(out, r.offset, 8);
-	detail::put(out, r.length, 8);
-	detail::put(out, r.cookie, 8);
+	wire::fixed_writer w(out);
+	w.u16(request_magic);
+	w.u16(static_cast<std::uint16_t>(r.kind));
+	w.u32(r.lane);
+	w.u64(r.offset);
+	w.u64(r.length);
+	w.u64(r.cookie);
 }
 
 /** Decodes a request header; nullopt when the bytes are not a well-formed header. */
@@ -107,13 +99,13 @@ inline std::optional<request> decode_request(std::span<const std::uint8_t> in)
 inline std::size_t encode(std::uint64_t offset, std::uint64_t length, const void *data,
                           std::uint8_t *out)
 {
-	std::uint8_t *p = out;
-	detail::put(p, offset, 8);
-	detail::put(p, length | (data ? entry_inline_flag : 0), 8);
+	wire::fixed_writer w(out);
+	w.u64(offset);
+	w.u64(length | (data ? entry_inline_flag : 0));
 	if (!data)
 		return entry_header_size;
-	std::memcpy(p, data, length);
-	std::memset(p + length, 0, padded(length) - length);
+	w.bytes(data, length);
+	std::memset(w.pos(), 0, padded(length) - length);
 	return entry_size(length, true);
 }
 
@@ -167,9 +159,10 @@ private:
 
 inline void encode(const response &r, std::uint8_t *out)
 {
-	detail::put(out, r.lane, 4);
-	detail::put(out, r.err, 4);
-	detail::put(out, r.cookie, 8);
+	wire::fixed_writer w(out);
+	w.u32(r.lane);
+	w.u32(r.err);
+	w.u64(r.cookie);
 }
 
 inline std::optional<response> decode_response(std::span<const std::uint8_t> in)
@@ -194,9 +187,9 @@ inline constexpr std::size_t conn_data_size = 36;
 
 inline void encode(const conn_data &c, std::uint8_t *out)
 {
-	std::memcpy(out, c.secret.data(), c.secret.size());
-	out += c.secret.size();
-	detail::put(out, c.endpoint, 4);
+	wire::fixed_writer w(out);
+	w.bytes(c.secret.data(), c.secret.size());
+	w.u32(c.endpoint);
 }
 
 /** nullopt unless exactly conn_data_size bytes. */

@@ -14,7 +14,17 @@
 namespace rpmem::wire
 {
 
-/** Appends little-endian fields to a growing byte buffer. */
+namespace detail
+{
+/** The one little-endian store of every rpmem wire format: the low n bytes of v at p. */
+inline void store_le(std::uint8_t *p, std::uint64_t v, int n) noexcept
+{
+	for (int i = 0; i < n; ++i)
+		p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+} // namespace detail
+
+/** Appends little-endian fields to a growing byte buffer (the control protocol). */
 class writer
 {
 public:
@@ -40,10 +50,41 @@ public:
 private:
 	void put(std::uint64_t v, int n)
 	{
-		for (int i = 0; i < n; ++i)
-			out_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+		const std::size_t at = out_.size();
+		out_.resize(at + static_cast<std::size_t>(n));
+		detail::store_le(out_.data() + at, v, n);
 	}
 	std::vector<std::uint8_t> &out_;
+};
+
+/**
+ * Writes little-endian fields into a caller's buffer, with the same fields as writer: for the
+ * fixed layouts of the lane messages, built in place on the data path (no allocation). The
+ * caller sizes the buffer from the layout's constants; the writer does not check it.
+ */
+class fixed_writer
+{
+public:
+	explicit fixed_writer(std::uint8_t *out) noexcept : p_(out) {}
+
+	void u16(std::uint16_t v) noexcept { put(v, 2); }
+	void u32(std::uint32_t v) noexcept { put(v, 4); }
+	void u64(std::uint64_t v) noexcept { put(v, 8); }
+	void bytes(const void *p, std::size_t n) noexcept
+	{
+		std::memcpy(p_, p, n);
+		p_ += n;
+	}
+	/** Bytes written so far are [out, pos()). */
+	std::uint8_t *pos() const noexcept { return p_; }
+
+private:
+	void put(std::uint64_t v, int n) noexcept
+	{
+		detail::store_le(p_, v, n);
+		p_ += n;
+	}
+	std::uint8_t *p_;
 };
 
 /**

@@ -18,7 +18,11 @@
 //     region and nothing else changed, and reports the sum of its lengths as persisted;
 //   - a rejected request leaves the region byte-for-byte unchanged and persists nothing;
 //   - execute() returns only 0, EINVAL, EPROTO (EIO is reserved for failing persists, which this
-//     region never does).
+//     region never does);
+//   - the same bytes as a fabric connection's private data (decode_conn_data, which rpmemd's
+//     accept thread runs on what any peer sends) and as a response (decode_response): decoded
+//     only at exactly their size, fields as read here, and encoding the result gives the bytes
+//     back.
 // Build and run: scripts/fuzz.sh (or -DRPMEM_FUZZ=ON with clang, target lane_fuzz).
 #include "lane/lane_msg.hpp"
 #include "lane_exec.hpp"
@@ -133,6 +137,44 @@ bool parse_batch(const std::uint8_t *p, std::size_t size, std::uint64_t count,
 	return pos == size;
 }
 
+std::uint64_t le(const std::uint8_t *p, int n)
+{
+	std::uint64_t v = 0;
+	for (int i = 0; i < n; ++i)
+		v |= std::uint64_t(p[i]) << (8 * i);
+	return v;
+}
+
+/** The fixed-size lane messages: connection data and responses. */
+void check_fixed_messages(const std::vector<std::uint8_t> &msg)
+{
+	namespace lane = rpmem::lane;
+	auto cd = lane::decode_conn_data(msg);
+	if (cd.has_value() != (msg.size() == lane::conn_data_size))
+		fail("connection data was decoded from the wrong number of bytes");
+	if (cd) {
+		if (!std::equal(cd->secret.begin(), cd->secret.end(), msg.begin()) ||
+		    cd->endpoint != le(msg.data() + 32, 4))
+			fail("connection data decoded to other fields than its bytes say");
+		std::uint8_t again[lane::conn_data_size];
+		lane::encode(*cd, again);
+		if (!std::equal(msg.begin(), msg.end(), again))
+			fail("connection data does not encode back to its bytes");
+	}
+	auto resp = lane::decode_response(msg);
+	if (resp.has_value() != (msg.size() == lane::response_size))
+		fail("a response was decoded from the wrong number of bytes");
+	if (resp) {
+		if (resp->lane != le(msg.data(), 4) || resp->err != le(msg.data() + 4, 4) ||
+		    resp->cookie != le(msg.data() + 8, 8))
+			fail("a response decoded to other fields than its bytes say");
+		std::uint8_t again[lane::response_size];
+		lane::encode(*resp, again);
+		if (!std::equal(msg.begin(), msg.end(), again))
+			fail("a response does not encode back to its bytes");
+	}
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size)
@@ -145,6 +187,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 	limits.inline_max = data[3] | std::uint32_t(data[4]) << 8;
 	// The message gets its own exact-size allocation: reading past it is an ASan report.
 	std::vector<std::uint8_t> msg(data + 5, data + size);
+	check_fixed_messages(msg);
 
 	guarded_region region(region_size);
 	auto before = region.snapshot();

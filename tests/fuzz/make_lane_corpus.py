@@ -52,6 +52,10 @@ seeds = {
     "bad_kind.bin": pre() + hdr(5, 0, 0, 8),
     "bad_short_header.bin": pre() + hdr(1, 0, 0, 1)[:20],
     "bad_deep_payload.bin": pre() + hdr(2, 0, 0, 8) + b"xxxxxxxx",
+    # The fixed-size messages: a connection request's private data (secret + endpoint index)
+    # and a response (lane, errno, cookie).
+    "conn_data.bin": pre() + bytes(range(32)) + struct.pack("<I", 3),
+    "response.bin": pre() + struct.pack("<IIQ", 2, 5, 0x1122334455667788),
 }
 os.makedirs(out, exist_ok=True)
 for name, data in seeds.items():
