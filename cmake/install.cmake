@@ -11,7 +11,7 @@
 #
 # librpmem.so.1, librpmem.h and librpmem.pc are installed by lib/capi/CMakeLists.txt,
 # rpmemd by daemon/rpmemd.cmake; this file adds everything else (librpmemcpp.so.0, the C++ API
-# built by lib/replication/CMakeLists.txt, included). Included once, from
+# built by lib/cpp/CMakeLists.txt, included). Included once, from
 # tools/rpmem/CMakeLists.txt.
 include(CMakePackageConfigHelpers)
 

@@ -6,7 +6,7 @@
 #include "replication/replicated_pool_impl.hpp"
 
 #include "client/env.hpp"
-#include "replication/options.hpp"
+#include "cpp/options.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -47,7 +47,7 @@ client::pool_options remote_options(const replicated_pool::options &o, std::size
                                     const poolset::replica &r)
 {
 	connect_options c = o.remote_for ? o.remote_for(index, r.target, r.descriptor) : o.remote;
-	auto out = to_client(c);
+	auto out = cpp::to_client(c);
 	if (out.command.empty())
 		out.command = client::next_command();
 	return out;

@@ -20,7 +20,7 @@ leaks=$(echo "$exported" | grep -Ev "$allowed" || true)
 impl=$(echo "$exported" | grep -E '^(typeinfo for |typeinfo name for |vtable for )?rpmem::replicated_pool::impl::' || true)
 if [ -n "$leaks$impl" ]; then
 	echo "FAIL: $lib exports symbols outside the C++ API (mark only public classes RPMEM_API;"
-	echo "      lib/replication/librpmemcpp.map and -Wl,--exclude-libs,ALL keep the rest local):"
+	echo "      lib/cpp/librpmemcpp.map and -Wl,--exclude-libs,ALL keep the rest local):"
 	printf '%s\n' "$leaks" "$impl" | sed '/^$/d; s/^/  /'
 	exit 1
 fi

@@ -3,7 +3,7 @@
 #include "rpmem/pool.hpp"
 
 #include "client/remote_pool.hpp"
-#include "replication/options.hpp"
+#include "cpp/options.hpp"
 
 #include <fmt/format.h>
 
@@ -42,7 +42,7 @@ pool pool::create(const std::string &target, const std::string &poolset,
 	unsigned n = lanes;
 	auto rp =
 	    client::remote_pool::create(target, poolset, memory.data(), memory.size(), &n,
-	                                attr ? &*attr : nullptr, replication::to_client(opts));
+	                                attr ? &*attr : nullptr, cpp::to_client(opts));
 	return pool(std::move(rp), memory, attr);
 }
 
@@ -52,7 +52,7 @@ pool pool::open(const std::string &target, const std::string &poolset, std::span
 	unsigned n = lanes;
 	pool_attr a;
 	auto rp = client::remote_pool::open(target, poolset, memory.data(), memory.size(), &n, &a,
-	                                    replication::to_client(opts));
+	                                    cpp::to_client(opts));
 	std::optional<pool_attr> attr;
 	if (!a.is_zero())
 		attr = a;
@@ -63,7 +63,7 @@ void pool::remove(const std::string &target, const std::string &poolset, remove_
                   const connect_options &opts)
 {
 	client::remote_pool::remove(target, poolset, static_cast<int>(flags),
-	                            replication::to_client(opts));
+	                            cpp::to_client(opts));
 }
 
 void pool::persist(std::size_t offset, std::size_t length, unsigned lane, persist_flags flags)

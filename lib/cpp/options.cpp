@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "replication/options.hpp"
+#include "cpp/options.hpp"
 
 #include "client/env.hpp"
 
-namespace rpmem::replication
+namespace rpmem::cpp
 {
 
 client::pool_options to_client(const connect_options &o)
@@ -34,4 +34,4 @@ client::pool_options to_client(const connect_options &o)
 	return out;
 }
 
-} // namespace rpmem::replication
+} // namespace rpmem::cpp

@@ -5,10 +5,10 @@
 #include "client/remote_pool.hpp"
 #include "rpmem/pool.hpp"
 
-namespace rpmem::replication
+namespace rpmem::cpp
 {
 
 /** The client's options for connect_options: empty fields fall back to the environment. */
 client::pool_options to_client(const connect_options &o);
 
-} // namespace rpmem::replication
+} // namespace rpmem::cpp
