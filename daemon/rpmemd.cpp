@@ -129,7 +129,8 @@ int main(int argc, char **argv)
 			                           "started over ssh by librpmem");
 		rpmemd::pool_store store(cfg.poolset_dir);
 		send_hello(io, ctl::status::success, 0, {});
-		return rpmemd::run_session(cfg, store, io, origin.peer, origin.server_address);
+		return rpmemd::run_session(cfg, store, io, origin.peer, origin.server_address,
+		                           rpmemd::start_target);
 	} catch (const rpmem::error &e) {
 		rpmemd::log_err("start-up failed: {}", e.message());
 		send_start_failure(e);

@@ -72,9 +72,10 @@ class session
 {
 public:
 	session(const config &cfg, pool_store &store, rpmem::byte_stream &io, std::string peer,
-	        std::string address)
+	        std::string address, const target_factory &start)
 	    : cfg_(cfg), store_(store), io_(io), peer_(std::move(peer)),
-	      address_(std::move(address)), started_(std::chrono::steady_clock::now())
+	      address_(std::move(address)), start_(start),
+	      started_(std::chrono::steady_clock::now())
 	{
 	}
 
@@ -287,7 +288,7 @@ private:
 				pool_ = store_.open(req.descriptor, req.pool_size);
 			}
 			region_ = std::make_unique<pool_region>(*pool_, req.pool_size);
-			target_ = start_target(target_for(req));
+			target_ = start_(target_for(req));
 		} catch (const store_error &e) {
 			log_err("{}: {} {}: {}", peer_, create ? "create" : "open", req.descriptor,
 			        e.message());
@@ -422,6 +423,7 @@ private:
 	rpmem::byte_stream &io_;
 	std::string peer_;
 	std::string address_;
+	const target_factory &start_;
 	std::chrono::steady_clock::time_point started_;
 	std::unique_ptr<pool> pool_;
 	std::unique_ptr<pool_region> region_;
@@ -435,9 +437,10 @@ private:
 } // namespace
 
 int run_session(const config &cfg, pool_store &store, rpmem::byte_stream &io,
-                const std::string &peer, const std::string &listen_address)
+                const std::string &peer, const std::string &listen_address,
+                const target_factory &start)
 {
-	session s(cfg, store, io, peer, listen_address);
+	session s(cfg, store, io, peer, listen_address, start);
 	return s.run();
 }
 

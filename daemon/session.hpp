@@ -4,8 +4,12 @@
 
 #include "config.hpp"
 #include "pool_store.hpp"
+#include "target.hpp"
 
 #include "wire/stream.hpp"
+
+#include <functional>
+#include <memory>
 
 namespace rpmemd
 {
@@ -22,8 +26,12 @@ inline constexpr int exit_protocol = 255;
  * cfg.heartbeat_timeout (exit_peer_gone), or breaks the protocol (exit_protocol; a request with
  * a valid frame header but a bad body is answered with status badproto first). Never throws.
  * `peer` names the client in logs; `listen_address` is where the fabric target listens.
+ * `start` starts the fabric target of an opened pool: start_target in rpmemd; unit tests give
+ * a fake (tests/unit/session_test.cpp), so the session is tested without libfabric.
  */
+using target_factory = std::function<std::unique_ptr<target>(const target_params &)>;
 int run_session(const config &cfg, pool_store &store, rpmem::byte_stream &io,
-                const std::string &peer, const std::string &listen_address);
+                const std::string &peer, const std::string &listen_address,
+                const target_factory &start);
 
 } // namespace rpmemd

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// rpmemd's control loop (daemon/session.cpp) on a socketpair, against a real pool store in a
+// temporary directory and a fake fabric target (the one part that needs libfabric; the
+// integration tests run the real one). The client side speaks the real control codec.
+#include "pool_store.hpp"
+#include "session.hpp"
+
+#include "control/codec.hpp"
+#include "control/fd_stream.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+namespace ctl = rpmem::control;
+using namespace std::chrono_literals;
+
+namespace
+{
+
+constexpr std::uint64_t MiB = 1u << 20;
+constexpr auto reply_timeout = 30s; // a bound for a broken session, not a measurement
+
+/** What the fake target saw and what it reports; shared with the test. */
+struct fake_state {
+	std::optional<rpmemd::target_params> params;
+	std::uint64_t region_size = 0;
+	std::atomic<bool> connected{true};
+	std::atomic<bool> failed{false};
+	std::atomic<bool> stopped{false};
+	std::atomic<bool> busy{false}; // a lane request "just arrived" at every look
+	int throw_errno = 0;           // the factory fails with this errno instead of starting
+};
+
+class fake_target final : public rpmemd::target
+{
+public:
+	explicit fake_target(fake_state &s) : s_(s)
+	{
+		params_.provider = "fake";
+		params_.address = s.params->address;
+		params_.port = 4242;
+		params_.nlanes = s.params->nlanes;
+		params_.nendpoints = 1;
+		params_.queue_depth = 8;
+	}
+	const ctl::fabric_params &params() const override { return params_; }
+	bool connected() const override { return s_.connected; }
+	bool failed() const override { return s_.failed; }
+	std::int64_t last_activity() const override
+	{
+		if (!s_.busy)
+			return 0;
+		return std::chrono::duration_cast<std::chrono::nanoseconds>(
+		           std::chrono::steady_clock::now().time_since_epoch())
+		    .count();
+	}
+	std::uint64_t bytes() const override { return 0; }
+	std::uint64_t requests() const override { return 0; }
+	void stop() override { s_.stopped = true; }
+
+private:
+	fake_state &s_;
+	ctl::fabric_params params_;
+};
+
+/** A pool store in a temporary directory, one pool set (sets/p.set, one 8 MiB part), and a
+ *  session running on one end of a socketpair in a thread of its own. */
+struct session_fixture {
+	fs::path root;
+	fake_state fake;
+	rpmemd::config cfg;
+	std::unique_ptr<rpmemd::pool_store> store;
+	int fds[2] = {-1, -1};
+	std::unique_ptr<ctl::fd_stream> daemon_end;
+	std::unique_ptr<ctl::fd_stream> client;
+	rpmemd::target_factory factory;
+	std::future<int> exit_code;
+
+	session_fixture()
+	{
+		std::string tmpl = (fs::temp_directory_path() / "rpmemd-session-XXXXXX").string();
+		REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+		root = tmpl;
+		fs::create_directories(root / "sets");
+		std::ofstream(root / "sets" / "p.set")
+		    << "PMEMPOOLSET\n8M " << part().string() << "\n";
+		store = std::make_unique<rpmemd::pool_store>((root / "sets").string());
+		new_connection();
+		factory =
+		    [this](const rpmemd::target_params &p) -> std::unique_ptr<rpmemd::target> {
+			fake.params = p;
+			fake.region_size = p.region->size();
+			if (fake.throw_errno)
+				throw rpmem::error(fake.throw_errno,
+				                   "no provider of the list can listen");
+			return std::make_unique<fake_target>(fake);
+		};
+	}
+	~session_fixture()
+	{
+		hang_up();
+		if (exit_code.valid())
+			exit_code.wait();
+		if (fds[0] >= 0)
+			::close(fds[0]);
+		fs::remove_all(root);
+	}
+
+	fs::path part() const { return root / "parts.p0"; }
+
+	/** A fresh socketpair for the next session (the previous one has ended). */
+	void new_connection()
+	{
+		hang_up();
+		if (fds[0] >= 0)
+			::close(fds[0]);
+		REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+		daemon_end = std::make_unique<ctl::fd_stream>(fds[0], fds[0], "daemon end");
+		client = std::make_unique<ctl::fd_stream>(fds[1], fds[1], "client end");
+	}
+
+	void start()
+	{
+		exit_code = std::async(std::launch::async, [this] {
+			return rpmemd::run_session(cfg, *store, *daemon_end, "test client",
+			                           "127.0.0.1", factory);
+		});
+	}
+	/** The client goes away: the session sees EOF. */
+	void hang_up()
+	{
+		if (fds[1] >= 0) {
+			::close(fds[1]);
+			fds[1] = -1;
+		}
+	}
+	int wait_exit()
+	{
+		REQUIRE(exit_code.wait_for(reply_timeout) == std::future_status::ready);
+		return exit_code.get();
+	}
+
+	static ctl::pool_request request(std::uint32_t nlanes = 4)
+	{
+		ctl::pool_request r;
+		r.pool_size = 4 * MiB;
+		r.nlanes = nlanes;
+		r.provider = "tcp";
+		r.descriptor = "p.set";
+		return r;
+	}
+	static ctl::pool_attr attr()
+	{
+		ctl::pool_attr a;
+		std::memcpy(a.signature.data(), "SESSION", 8);
+		a.major = 3;
+		a.poolset_uuid[0] = 0x42;
+		a.uuid[0] = 0x17;
+		return a;
+	}
+	ctl::pool_response create()
+	{
+		auto r = request();
+		r.attr = attr();
+		ctl::send(*client, ctl::encode(r, ctl::msg_type::create));
+		return ctl::decode<ctl::pool_response>(ctl::receive(*client, reply_timeout));
+	}
+	ctl::pool_response open()
+	{
+		ctl::send(*client, ctl::encode(request(), ctl::msg_type::open));
+		return ctl::decode<ctl::pool_response>(ctl::receive(*client, reply_timeout));
+	}
+	ctl::status_response close(std::uint32_t flags = 0)
+	{
+		ctl::send(*client, ctl::encode(ctl::close_request{flags}));
+		return ctl::decode<ctl::status_response>(ctl::receive(*client, reply_timeout));
+	}
+	/** The pool can be opened again: the session closed it and released its lock. */
+	bool reopens() const
+	{
+		try {
+			auto p = store->open("p.set", 4 * MiB);
+			return p != nullptr;
+		} catch (const std::exception &) {
+			return false;
+		}
+	}
+};
+
+} // namespace
+
+TEST_CASE("session: create hands the fabric target the pool and the client's request", "[session]")
+{
+	session_fixture f;
+	f.cfg.nthreads = 3;
+	f.start();
+	auto resp = f.create();
+	REQUIRE(resp.st == ctl::status::success);
+	CHECK(resp.fabric.provider == "fake");
+	CHECK(resp.fabric.nlanes == 4);
+	CHECK(resp.fabric.port == 4242);
+	CHECK(resp.pool_size >= 4 * MiB);
+	REQUIRE(f.fake.params);
+	CHECK(f.fake.params->address == "127.0.0.1");
+	CHECK(f.fake.params->providers == "tcp");
+	CHECK(f.fake.params->nlanes == 4);
+	CHECK(f.fake.params->nthreads == 3);
+	CHECK(f.fake.region_size == 4 * MiB);
+	// /tmp is not persistent memory: neither NIC-write method may be offered.
+	CHECK_FALSE(f.fake.params->allow_apm);
+	CHECK_FALSE(f.fake.params->allow_commit);
+	CHECK_FALSE(f.reopens()); // the session holds the pool
+
+	auto closed = f.close();
+	CHECK(closed.st == ctl::status::success);
+	CHECK(f.wait_exit() == rpmemd::exit_ok);
+	CHECK(f.fake.stopped);
+	CHECK(fs::exists(f.part()));
+	CHECK(f.reopens());
+}
+
+TEST_CASE("session: open returns the attributes create stored", "[session]")
+{
+	session_fixture f;
+	f.start();
+	REQUIRE(f.create().st == ctl::status::success);
+	REQUIRE(f.close().st == ctl::status::success);
+	REQUIRE(f.wait_exit() == rpmemd::exit_ok);
+
+	f.new_connection(); // the next session, as the next ssh command would start it
+	f.start();
+	auto resp = f.open();
+	REQUIRE(resp.st == ctl::status::success);
+	CHECK(resp.attr.signature == session_fixture::attr().signature);
+	CHECK(resp.attr.major == 3);
+	CHECK(resp.attr.poolset_uuid == session_fixture::attr().poolset_uuid);
+	CHECK(f.close().st == ctl::status::success);
+	CHECK(f.wait_exit() == rpmemd::exit_ok);
+}
+
+TEST_CASE("session: a second create in one session is refused, the first pool undisturbed",
+          "[session]")
+{
+	session_fixture f;
+	f.start();
+	REQUIRE(f.create().st == ctl::status::success);
+	auto again = f.create();
+	CHECK(again.st == ctl::status::fatal);
+	CHECK(again.err == EALREADY);
+	CHECK_THAT(again.message, Catch::Contains("p.set") && Catch::Contains("close it first"));
+	CHECK(f.close().st == ctl::status::success);
+	CHECK(f.wait_exit() == rpmemd::exit_ok);
+	CHECK(fs::exists(f.part()));
+}
+
+TEST_CASE("session: a target that cannot listen is provnosup, and the new pool is removed",
+          "[session]")
+{
+	session_fixture f;
+	f.fake.throw_errno = ENOMEDIUM;
+	f.start();
+	auto resp = f.create();
+	CHECK(resp.st == ctl::status::provnosup);
+	CHECK(resp.err == ENOMEDIUM);
+	CHECK_THAT(resp.message, Catch::Contains("no provider"));
+	CHECK(f.wait_exit() == rpmemd::exit_ok);
+	CHECK_FALSE(fs::exists(f.part()));
+}
+
+TEST_CASE("session: a client that goes before its fabric connects leaves no pool behind",
+          "[session]")
+{
+	session_fixture f;
+	f.fake.connected = false;
+	f.start();
+	REQUIRE(f.create().st == ctl::status::success);
+	REQUIRE(fs::exists(f.part()));
+	f.hang_up();
+	CHECK(f.wait_exit() == rpmemd::exit_peer_gone);
+	CHECK(f.fake.stopped);
+	CHECK_FALSE(fs::exists(f.part()));
+}
+
+TEST_CASE("session: a silent client, or a broken fabric, ends the session and frees the pool",
+          "[session]")
+{
+	session_fixture f;
+	f.cfg.heartbeat_timeout = 200ms;
+	SECTION("silent: no control message, no lane request") {}
+	SECTION("lane requests keep coming, but the fabric broke")
+	{
+		f.fake.busy = true;
+		f.fake.failed = true;
+	}
+	f.start();
+	REQUIRE(f.create().st == ctl::status::success);
+	CHECK(f.wait_exit() == rpmemd::exit_peer_gone);
+	CHECK(f.fake.stopped);
+	CHECK(fs::exists(f.part())); // connected: a real pool, kept
+	CHECK(f.reopens());
+}
+
+TEST_CASE("session: lane requests are signs of life while the control channel is silent",
+          "[session]")
+{
+	session_fixture f;
+	f.cfg.heartbeat_timeout = 100ms;
+	f.fake.busy = true;
+	f.start();
+	REQUIRE(f.create().st == ctl::status::success);
+	// Ten heartbeat timeouts of control silence: a slower machine only makes this easier.
+	CHECK(f.exit_code.wait_for(1s) == std::future_status::timeout);
+	CHECK_FALSE(f.fake.stopped);
+	f.hang_up();
+	CHECK(f.wait_exit() == rpmemd::exit_peer_gone);
+}
+
+TEST_CASE("session: ping is answered with its cookie; a malformed request gets badproto",
+          "[session]")
+{
+	session_fixture f;
+	f.start();
+	ctl::send(*f.client, ctl::encode(ctl::ping{0x1234abcd}));
+	auto pong = ctl::decode<ctl::pong>(ctl::receive(*f.client, reply_timeout));
+	CHECK(pong.cookie == 0x1234abcd);
+
+	// A valid frame whose body names a descriptor with a NUL byte in it.
+	auto r = session_fixture::request();
+	r.descriptor = "pXset";
+	auto frame = ctl::encode(r, ctl::msg_type::open);
+	auto at = std::search(frame.begin(), frame.end(), r.descriptor.begin(), r.descriptor.end());
+	REQUIRE(at != frame.end());
+	at[1] = 0;
+	ctl::send(*f.client, frame);
+	auto resp = ctl::decode<ctl::pool_response>(ctl::receive(*f.client, reply_timeout));
+	CHECK(resp.st == ctl::status::badproto);
+	CHECK(resp.err == EPROTO);
+	CHECK_THAT(resp.message, Catch::Contains("NUL"));
+	CHECK(f.wait_exit() == rpmemd::exit_protocol);
+	CHECK_FALSE(f.fake.params); // nothing was opened
+}
