@@ -40,9 +40,8 @@ pool pool::create(const std::string &target, const std::string &poolset,
                   const connect_options &opts)
 {
 	unsigned n = lanes;
-	auto rp =
-	    client::remote_pool::create(target, poolset, memory.data(), memory.size(), &n,
-	                                attr ? &*attr : nullptr, cpp::to_client(opts));
+	auto rp = client::remote_pool::create(target, poolset, memory.data(), memory.size(), &n,
+	                                      attr ? &*attr : nullptr, cpp::to_client(opts));
 	return pool(std::move(rp), memory, attr);
 }
 
@@ -62,8 +61,7 @@ pool pool::open(const std::string &target, const std::string &poolset, std::span
 void pool::remove(const std::string &target, const std::string &poolset, remove_flags flags,
                   const connect_options &opts)
 {
-	client::remote_pool::remove(target, poolset, static_cast<int>(flags),
-	                            cpp::to_client(opts));
+	client::remote_pool::remove(target, poolset, static_cast<int>(flags), cpp::to_client(opts));
 }
 
 void pool::persist(std::size_t offset, std::size_t length, unsigned lane, persist_flags flags)
