@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // replicated_pool's fan-out: an operation posted to every remote replica in sync, then waited on
-// for each (the call costs the slowest replica, not the sum), and the failure policy that
-// decides what a replica's failure does to the call.
+// for each (the call costs the slowest replica, not the sum; remote_all in the impl header),
+// the failure policy that decides what a replica's failure does to the call, and the
+// synchronous replication mode built on them.
 #include "replication/replicated_pool_impl.hpp"
 
 #include "client/control_session.hpp"
@@ -72,35 +73,10 @@ void replicated_pool::impl::check_not_lost(const char *what) const
 			fail_lost(what, r.index, EIO, r.error);
 }
 
-/**
- * Fan-out without threads: post(r) sends to every replica in sync, then complete(r) waits for
- * each in turn. The replicas work in parallel, so the call costs the slowest one, not the sum.
- */
-void replicated_pool::impl::remote_all(const char *what,
-                                       const std::function<void(remote_replica &)> &post,
-                                       const std::function<void(remote_replica &)> &complete)
+void replicated_pool::impl::apply_failures(const char *what,
+                                           std::span<const std::exception_ptr> errors)
 {
-	if (remotes.empty())
-		return;
-	std::vector<bool> active(remotes.size());
-	{
-		std::lock_guard g(state_mu);
-		for (std::size_t i = 0; i < remotes.size(); ++i)
-			active[i] = !remotes[i].lost && remotes[i].rp;
-	}
-	std::vector<std::exception_ptr> errors(remotes.size());
-	for (auto step : {&post, &complete}) {
-		for (std::size_t i = 0; i < remotes.size(); ++i) {
-			if (!active[i] || errors[i])
-				continue;
-			try {
-				(*step)(remotes[i]);
-			} catch (...) {
-				errors[i] = std::current_exception();
-			}
-		}
-	}
-	std::size_t failed = remotes.size();
+	std::size_t failed = errors.size();
 	int failed_err = 0;
 	std::string failed_msg;
 	for (std::size_t i = 0; i < errors.size(); ++i) {
@@ -109,13 +85,13 @@ void replicated_pool::impl::remote_all(const char *what,
 		std::string msg;
 		int err = errnum_of(errors[i], &msg);
 		mark_lost(remotes[i].index, msg);
-		if (failed == remotes.size()) {
+		if (failed == errors.size()) {
 			failed = i;
 			failed_err = err;
 			failed_msg = msg;
 		}
 	}
-	if (failed != remotes.size() && opts.on_failure == failure_policy::fail)
+	if (failed != errors.size() && opts.on_failure == failure_policy::fail)
 		throw rpmem::error(failed_err,
 		                   fmt::format("{}: remote replica {} ({}) failed: {}: the data is "
 		                               "durable on the master but not on every replica; "
@@ -139,6 +115,80 @@ void replicated_pool::impl::clear_behind_marks()
 		}
 	}
 	notify_lost();
+}
+
+// ---------------------------------------------------------------------------------------------
+// synchronous mode
+
+namespace
+{
+
+/** Every call reaches every replica in sync before it returns, on the calling thread's lane. */
+class synchronous_mode final : public replication_mode
+{
+public:
+	explicit synchronous_mode(replicated_pool::impl &d) : d_(d) {}
+
+	void persist(range r) override
+	{
+		// The replicas still in sync get the range even when the call is going to fail
+		// because one is lost: then resync() of the lost one is all it takes to be whole.
+		d_.with_lane([&](unsigned lane) {
+			d_.remote_all(
+			    "replicated_pool::persist",
+			    [&](remote_replica &x) {
+				    x.rp->persist_post(r.offset, r.length, lane);
+			    },
+			    [&](remote_replica &x) { x.rp->complete(lane); });
+			d_.check_not_lost("replicated_pool::persist");
+		});
+	}
+
+	void flush(range r) override
+	{
+		// Posting a write returns at once. On the thread's lane: its drain() drains it.
+		d_.with_lane([&](unsigned lane) {
+			for (auto &x : d_.remotes) {
+				if (!d_.active(x))
+					continue;
+				try {
+					x.rp->flush(r.offset, r.length, lane,
+					            client::flush_relaxed);
+				} catch (const std::exception &) {
+					// The drain that follows reports it through the failure
+					// policy.
+				}
+			}
+		});
+	}
+
+	void drain() override
+	{
+		d_.with_lane([&](unsigned lane) {
+			d_.remote_all(
+			    "replicated_pool::drain",
+			    [&](remote_replica &x) { x.rp->drain_post(lane); },
+			    [&](remote_replica &x) { x.rp->complete(lane); });
+			d_.check_not_lost("replicated_pool::drain");
+		});
+	}
+
+	// What was persisted before the call is on every replica in sync already.
+	void barrier() override { d_.check_not_lost("replicated_pool::barrier"); }
+	void finish() override {}
+	replicated_pool::lag_info lag() const override { return {}; }
+	void replicas_back() override {}
+	bool may_fall_behind() const override { return false; }
+
+private:
+	replicated_pool::impl &d_;
+};
+
+} // namespace
+
+std::unique_ptr<replication_mode> make_synchronous_mode(replicated_pool::impl &d)
+{
+	return std::make_unique<synchronous_mode>(d);
 }
 
 } // namespace rpmem

@@ -179,7 +179,7 @@ void create_remotes(replicated_pool::impl &p, const uuid_ring &ring, const std::
 		    rr.lanes = lanes_per_replica;
 		    // Written asynchronously, a replica is marked possibly behind until a clean
 		    // close.
-		    const auto attr = marked_behind(rr.attr, p.asynchronous());
+		    const auto attr = marked_behind(rr.attr, p.may_fall_behind());
 		    rr.rp = client::remote_pool::create(rr.target, rr.descriptor, p.master->base(),
 		                                        ps.pool_size(0), &rr.lanes, &attr, rr.conn);
 	    },
@@ -288,7 +288,7 @@ void open_remote(replicated_pool::impl &p, const header_check &check, remote_rep
 		                           "cleanly, so it can lack the master's last persists "
 		                           "(its pool header is marked so)");
 	rr.attr = a;
-	if (p.asynchronous()) {
+	if (p.may_fall_behind()) {
 		const auto behind = marked_behind(a, true);
 		rr.rp->set_attr(&behind);
 	}
@@ -337,6 +337,7 @@ replicated_pool replicated_pool::create(const std::string &poolset_path, const o
 	auto p = std::make_unique<impl>();
 	p->ps = load(poolset_path);
 	p->opts = opts;
+	p->choose_mode();
 	const uuid_ring ring(p->ps, p->opts);
 	std::vector<std::string> created; // local part files: removed if create fails
 	try {
@@ -350,8 +351,6 @@ replicated_pool replicated_pool::create(const std::string &poolset_path, const o
 		throw;
 	}
 	p->count_lanes();
-	if (opts.replication == mode::asynchronous)
-		p->start_async();
 	return replicated_pool(std::move(p));
 }
 
@@ -360,6 +359,7 @@ replicated_pool replicated_pool::open(const std::string &poolset_path, const opt
 	auto p = std::make_unique<impl>();
 	p->ps = load(poolset_path);
 	p->opts = opts;
+	p->choose_mode();
 	p->master = local_map::open(p->ps.replicas[0], p->ps.pool_size(0));
 	const header_check check(p->opts, p->master->read_header(0));
 	for (std::size_t i = 0; i < p->master->parts(); ++i)
@@ -367,8 +367,6 @@ replicated_pool replicated_pool::open(const std::string &poolset_path, const opt
 	open_locals(*p, check, poolset_path);
 	open_remotes(*p, check, poolset_path);
 	p->count_lanes();
-	if (opts.replication == mode::asynchronous)
-		p->start_async();
 	p->notify_lost();
 	return replicated_pool(std::move(p));
 }

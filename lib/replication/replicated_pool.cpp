@@ -92,19 +92,7 @@ void replicated_pool::persist(std::size_t offset, std::size_t length)
 	for (auto &l : d.locals)
 		if (!l.lost)
 			l.map->copy_persist(d.master->base(), offset, length);
-	if (d.opts.replication == mode::asynchronous) {
-		d.enqueue({offset, length});
-		return;
-	}
-	// The replicas still in sync get the range even when the call is going to fail because
-	// one is lost: then resync() of the lost one is all it takes to be whole again.
-	d.with_lane([&](unsigned lane) {
-		d.remote_all(
-		    "replicated_pool::persist",
-		    [&](remote_replica &r) { r.rp->persist_post(offset, length, lane); },
-		    [&](remote_replica &r) { r.rp->complete(lane); });
-		d.check_not_lost("replicated_pool::persist");
-	});
+	d.replication->persist({offset, length});
 }
 
 void replicated_pool::flush(std::size_t offset, std::size_t length)
@@ -117,23 +105,7 @@ void replicated_pool::flush(std::size_t offset, std::size_t length)
 	for (auto &l : d.locals)
 		if (!l.lost)
 			l.map->copy_flush(d.master->base(), offset, length);
-	if (d.opts.replication == mode::asynchronous) {
-		std::lock_guard g(d.q_mu);
-		d.flushed.push_back({offset, length});
-		return;
-	}
-	// Posting a write returns at once. On the thread's lane: its drain() drains it.
-	d.with_lane([&](unsigned lane) {
-		for (auto &r : d.remotes) {
-			if (!d.active(r))
-				continue;
-			try {
-				r.rp->flush(offset, length, lane, client::flush_relaxed);
-			} catch (const std::exception &) {
-				// The drain that follows reports it through the failure policy.
-			}
-		}
-	});
+	d.replication->flush({offset, length});
 }
 
 void replicated_pool::drain()
@@ -143,22 +115,17 @@ void replicated_pool::drain()
 	for (auto &l : d.locals)
 		if (!l.lost)
 			l.map->drain();
-	if (d.opts.replication == mode::asynchronous) {
-		std::vector<range> f;
-		{
-			std::lock_guard g(d.q_mu);
-			f.swap(d.flushed);
-		}
-		for (auto &r : f)
-			d.enqueue(r);
-		return;
-	}
-	d.with_lane([&](unsigned lane) {
-		d.remote_all(
-		    "replicated_pool::drain", [&](remote_replica &r) { r.rp->drain_post(lane); },
-		    [&](remote_replica &r) { r.rp->complete(lane); });
-		d.check_not_lost("replicated_pool::drain");
-	});
+	d.replication->drain();
+}
+
+void replicated_pool::barrier()
+{
+	open_pool(impl_.get(), "barrier").replication->barrier();
+}
+
+replicated_pool::lag_info replicated_pool::lag() const
+{
+	return live(impl_.get(), "lag").replication->lag();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -206,20 +173,15 @@ void replicated_pool::close()
 	auto &d = live(impl_.get(), "close");
 	if (d.closed)
 		return;
-	std::exception_ptr barrier_err;
-	if (d.opts.replication == mode::asynchronous) {
-		try {
-			d.wait_barrier();
-		} catch (...) {
-			barrier_err = std::current_exception();
-		}
-		d.stop_async();
-		if (!barrier_err)
-			d.clear_behind_marks();
+	std::exception_ptr finish_err;
+	try {
+		d.replication->finish();
+	} catch (...) {
+		finish_err = std::current_exception();
 	}
 	d.close_all();
-	if (barrier_err)
-		std::rethrow_exception(barrier_err);
+	if (finish_err)
+		std::rethrow_exception(finish_err);
 }
 
 } // namespace rpmem

@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -88,12 +89,40 @@ struct local_copy {
 	std::string error;
 };
 
+/**
+ * How persist, flush, drain and barrier reach the remote replicas, picked once at create/open
+ * from options::replication: synchronous (fanout.cpp: every call waits for every replica) or
+ * asynchronous (async_replicator.cpp: snapshots replicated in persist order by a thread).
+ * Each call finds the range already durable on the master and the local replicas.
+ */
+class replication_mode
+{
+public:
+	virtual ~replication_mode() = default;
+	virtual void persist(range r) = 0;
+	virtual void flush(range r) = 0;
+	virtual void drain() = 0;
+	virtual void barrier() = 0;
+	/** Before close: everything persisted is on the replicas in sync, and their "possibly
+	 *  behind" marks are cleared; or throws why not (close goes on). */
+	virtual void finish() = 0;
+	virtual replicated_pool::lag_info lag() const = 0;
+	/** Every lost replica is back (resync): replication goes on. */
+	virtual void replicas_back() = 0;
+	/** Whether a replica may lag the master, so its header is marked while the pool is open. */
+	virtual bool may_fall_behind() const = 0;
+};
+
+std::unique_ptr<replication_mode> make_synchronous_mode(replicated_pool::impl &d);
+std::unique_ptr<replication_mode> make_asynchronous_mode(replicated_pool::impl &d);
+
 struct replicated_pool::impl {
 	poolset::poolset ps;
 	options opts;
 	std::unique_ptr<local_map> master;
 	std::vector<local_copy> locals;
-	staging_ring staging; // asynchronous mode; outlives the remote pools registered with it
+	// Outlives the remote pools: the asynchronous mode's staging ring is registered with them.
+	std::unique_ptr<replication_mode> replication;
 	std::vector<remote_replica> remotes;
 	// Remote operations: fan-outs hold it shared and their lane's mutex (a lane has one user
 	// at a time); resync, the replicator and close hold it exclusively.
@@ -103,27 +132,15 @@ struct replicated_pool::impl {
 	mutable std::mutex state_mu; // lost / error fields, for replicas() and callbacks
 	bool closed = false;
 
-	// Asynchronous mode: entries persisted locally, not yet on the replicas.
-	struct entry {
-		range r;
-		clock_type::time_point when;
-		std::size_t stage;  // where its snapshot is in `staging`
-		std::size_t charge; // ring bytes it holds
-	};
-	mutable std::mutex q_mu;
-	std::condition_variable work_cv; // the replicator has something to do
-	std::condition_variable done_cv; // the replicator finished a batch
-	std::deque<entry> queue;         // [0, in_flight) are being replicated
-	std::size_t in_flight = 0;
-	std::size_t lag_bytes = 0;
-	std::uint64_t enqueued = 0;   // entries ever queued
-	std::uint64_t replicated = 0; // entries ever replicated (a prefix of enqueued)
-	std::exception_ptr async_error;
-	bool stop = false;
-	std::vector<range> flushed; // asynchronous flush() ranges waiting for drain()
-	std::thread replicator;
-
-	bool asynchronous() const { return opts.replication == mode::asynchronous; }
+	/** Makes `replication` from options::replication (the asynchronous mode starts its
+	 *  thread): the one place the mode is looked at. */
+	void choose_mode()
+	{
+		replication = opts.replication == replicated_pool::mode::asynchronous
+		                  ? make_asynchronous_mode(*this)
+		                  : make_synchronous_mode(*this);
+	}
+	bool may_fall_behind() const { return replication->may_fall_behind(); }
 	/** The calling thread's number for this pool, fixed while it keeps using the pool: its
 	 * lane. Numbered per pool, so a pool's first threads take its first lanes whatever
 	 * other pools the process has (lanes beyond the first connections' cost more where
@@ -149,27 +166,14 @@ struct replicated_pool::impl {
 				nlanes = std::min(nlanes, std::max(r.lanes, 1u));
 	}
 	void check_range(const char *what, std::size_t off, std::size_t len) const;
-	void start_async();
-	void stop_async();
-	void replicate_loop();
-	void enqueue(range r);
-	/** A snapshot on its way to the replicas. */
-	struct piece {
-		range r;
-		const std::byte *src;
-	};
-	void enqueue_chunk(range r, std::unique_lock<std::mutex> &lk);
-	/** The replicator's three steps: waits for queued snapshots and joins them into `batch`
-	 *  (0: stopped); sends them to every replica in rounds; frees the first n. */
-	std::size_t take_batch(std::vector<piece> &batch);
-	std::exception_ptr send_batch(const std::vector<piece> &batch);
-	void retire(std::size_t n, std::exception_ptr err);
-	void wait_barrier();
-	void rethrow_async_error();
 
-	/** Runs op on every remote replica in sync, all at once; applies the failure policy. */
-	void remote_all(const char *what, const std::function<void(remote_replica &)> &post,
-	                const std::function<void(remote_replica &)> &complete);
+	/** Runs post(r) on every remote replica in sync, then complete(r) on each: all of them
+	 *  work at once; then applies the failure policy. No allocation unless one fails. */
+	template <class Post, class Complete>
+	void remote_all(const char *what, Post &&post, Complete &&complete);
+	/** remote_all's failures, errors[i] for remotes[i]: marks them lost, and throws the
+	 *  first under failure_policy::fail. */
+	void apply_failures(const char *what, std::span<const std::exception_ptr> errors);
 	/** Marks remote replica `index` lost; on_replica_lost hears of it from notify_lost(). */
 	void mark_lost(std::size_t index, const std::string &why);
 	/** Calls on_replica_lost for every replica lost since the last call. Called with no lock
@@ -196,6 +200,44 @@ struct replicated_pool::impl {
 	/** After the last barrier: every remote replica in sync holds everything. */
 	void clear_behind_marks();
 };
+
+template <class Post, class Complete>
+void replicated_pool::impl::remote_all(const char *what, Post &&post, Complete &&complete)
+{
+	const std::size_t n = remotes.size();
+	if (n == 0)
+		return;
+	// Per thread, reused: a synchronous persist allocates nothing here.
+	thread_local std::vector<char> active;
+	thread_local std::vector<std::exception_ptr> errors;
+	active.assign(n, 0);
+	errors.assign(n, nullptr);
+	{
+		std::lock_guard g(state_mu);
+		for (std::size_t i = 0; i < n; ++i)
+			active[i] = !remotes[i].lost && remotes[i].rp;
+	}
+	bool failed = false;
+	auto step = [&](auto &&op) {
+		for (std::size_t i = 0; i < n; ++i) {
+			if (!active[i] || errors[i])
+				continue;
+			try {
+				op(remotes[i]);
+			} catch (...) {
+				errors[i] = std::current_exception();
+				failed = true;
+			}
+		}
+	};
+	step(post);
+	step(complete);
+	if (failed) {
+		std::vector<std::exception_ptr> e(errors.begin(), errors.begin() + n);
+		std::fill(errors.begin(), errors.end(), nullptr);
+		apply_failures(what, e);
+	}
+}
 
 template <class F> void replicated_pool::impl::with_lane(F &&f)
 {

@@ -109,7 +109,7 @@ void copy_remote(replicated_pool::impl &d, remote_replica &r, std::size_t from,
 		if (progress)
 			progress(off + n - from, size - from);
 	}
-	const auto done = marked_behind(r.attr, d.asynchronous());
+	const auto done = marked_behind(r.attr, d.may_fall_behind());
 	r.rp->set_attr(&done);
 }
 
@@ -124,8 +124,7 @@ void mark_back(replicated_pool::impl &d, remote_replica &r)
 		                [](const remote_replica &x) { return x.lost; }))
 			return;
 	}
-	std::lock_guard q(d.q_mu);
-	d.async_error = nullptr;
+	d.replication->replicas_back();
 }
 
 } // namespace
