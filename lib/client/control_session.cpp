@@ -238,7 +238,7 @@ void control_session::stop_keepalive()
 		keepalive_.join();
 }
 
-std::optional<rpmem::error> control_session::failure() const
+std::optional<session_lost> control_session::failure() const
 {
 	if (!failed_.load(std::memory_order_acquire))
 		return std::nullopt;
@@ -275,9 +275,8 @@ void control_session::keepalive_loop(std::chrono::milliseconds interval)
 			int err = e.errnum() == ETIMEDOUT ? ETIMEDOUT : ECONNRESET;
 			{
 				std::lock_guard fl(failure_mutex_);
-				failure_.emplace(
-				    err, fmt::format("{} (noticed by the keep-alive ping; {})",
-				                     e.message(), reopen_advice));
+				failure_.emplace(err, e.message(),
+				                 "noticed by the keep-alive ping");
 			}
 			failed_.store(true, std::memory_order_release);
 			return;

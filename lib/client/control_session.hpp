@@ -23,6 +23,36 @@ namespace rpmem::client
 /** The advice a failure noticed by the keep-alive carries (replicated_pool gives its own). */
 inline constexpr const char *reopen_advice = "the pool is unusable: close it and open it again";
 
+/**
+ * The remote pool is unusable: its rpmemd or the link is gone (noticed by the keep-alive).
+ * The message ends with reopen_advice; a layer with another remedy (replicated_pool: resync)
+ * words it with with_remedy() instead of editing the text.
+ */
+class session_lost : public rpmem::error
+{
+public:
+	session_lost(int err, std::string cause, std::string how)
+	    : rpmem::error(err, words(cause, how, reopen_advice)), cause_(std::move(cause)),
+	      how_(std::move(how))
+	{
+	}
+	/** The message with `remedy` in place of reopen_advice. */
+	std::string with_remedy(std::string_view remedy) const
+	{
+		return words(cause_, how_, remedy);
+	}
+
+private:
+	static std::string words(std::string_view cause, std::string_view how,
+	                         std::string_view remedy)
+	{
+		return std::string(cause) + " (" + std::string(how) + "; " + std::string(remedy) +
+		       ")";
+	}
+	std::string cause_;
+	std::string how_;
+};
+
 class control_session
 {
 public:
@@ -52,7 +82,7 @@ public:
 	void start_keepalive(std::chrono::milliseconds interval);
 	void stop_keepalive();
 	/** The keep-alive's verdict: nullopt while rpmemd answers, else why it does not. */
-	std::optional<rpmem::error> failure() const;
+	std::optional<session_lost> failure() const;
 	/** When rpmemd last answered a request or a ping (its hello, before any). */
 	std::chrono::steady_clock::time_point last_answer() const;
 
@@ -82,7 +112,7 @@ private:
 	bool keepalive_stop_ = false;
 	std::atomic<bool> failed_{false};
 	mutable std::mutex failure_mutex_;
-	std::optional<rpmem::error> failure_;
+	std::optional<session_lost> failure_;
 };
 
 /** Runs `rpmemd --remove` on the target (PMDK's rpmem_remove). */

@@ -7,8 +7,6 @@
 
 #include "client/control_session.hpp"
 
-#include <cstring>
-
 namespace rpmem
 {
 
@@ -19,22 +17,35 @@ using namespace replication;
 
 void replicated_pool::impl::mark_lost(std::size_t index, const std::string &why)
 {
-	// The lower layer's advice (close the pool and open it again) is not this pool's remedy.
-	std::string reason = why;
-	const std::string remedy = fmt::format("resync({}) brings it back", index);
-	if (auto at = reason.find(client::reopen_advice); at != std::string::npos)
-		reason.replace(at, std::strlen(client::reopen_advice),
-		               "the replica is unusable: " + remedy);
-	else
-		reason += " (" + remedy + ")";
 	std::lock_guard g(state_mu);
 	for (auto &r : remotes)
 		if (r.index == index && !r.lost) {
 			r.lost = true;
-			r.error = reason;
-			lost_unreported.push_back({index, true, where(r), false, reason});
+			r.error = why;
+			lost_unreported.push_back({index, true, where(r), false, why});
 			any_unreported.store(true, std::memory_order_release);
 		}
+}
+
+int replicated_pool::impl::mark_lost(std::size_t index, std::exception_ptr failure)
+{
+	// The lower layer's remedy (close the pool and open it again) is not this pool's.
+	const std::string remedy = fmt::format("resync({}) brings it back", index);
+	std::string why;
+	int err = EIO;
+	try {
+		std::rethrow_exception(failure);
+	} catch (const client::session_lost &e) {
+		why = e.with_remedy("the replica is unusable: " + remedy);
+		err = e.errnum();
+	} catch (const rpmem::error &e) {
+		why = e.message() + " (" + remedy + ")";
+		err = e.errnum() ? e.errnum() : EIO;
+	} catch (const std::exception &e) {
+		why = std::string(e.what()) + " (" + remedy + ")";
+	}
+	mark_lost(index, why);
+	return err;
 }
 
 void replicated_pool::impl::notify_lost()
@@ -82,13 +93,11 @@ void replicated_pool::impl::apply_failures(const char *what,
 	for (std::size_t i = 0; i < errors.size(); ++i) {
 		if (!errors[i])
 			continue;
-		std::string msg;
-		int err = errnum_of(errors[i], &msg);
-		mark_lost(remotes[i].index, msg);
+		int err = mark_lost(remotes[i].index, errors[i]);
 		if (failed == errors.size()) {
 			failed = i;
 			failed_err = err;
-			failed_msg = msg;
+			errnum_of(errors[i], &failed_msg);
 		}
 	}
 	if (failed != errors.size() && opts.on_failure == failure_policy::fail)
@@ -111,7 +120,7 @@ void replicated_pool::impl::clear_behind_marks()
 			const auto clean = marked_behind(r.attr, false);
 			r.rp->set_attr(&clean);
 		} catch (const rpmem::error &e) {
-			mark_lost(r.index, e.message());
+			mark_lost(r.index, std::current_exception());
 		}
 	}
 	notify_lost();

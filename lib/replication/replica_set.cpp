@@ -310,7 +310,7 @@ void open_remotes(replicated_pool::impl &p, const header_check &check, const std
 			// Keep going without it; resync() re-creates it from the master.
 			rr.rp.reset();
 			rr.attr = {};
-			p.mark_lost(rr.index, msg);
+			p.mark_lost(rr.index, errors[i]);
 			continue;
 		}
 		throw rpmem::error(err, fmt::format("{}: cannot open remote replica {} ({}): {} "

@@ -176,6 +176,8 @@ struct replicated_pool::impl {
 	void apply_failures(const char *what, std::span<const std::exception_ptr> errors);
 	/** Marks remote replica `index` lost; on_replica_lost hears of it from notify_lost(). */
 	void mark_lost(std::size_t index, const std::string &why);
+	/** The same for a failure: says why with this pool's remedy (resync); its errno. */
+	int mark_lost(std::size_t index, std::exception_ptr failure);
 	/** Calls on_replica_lost for every replica lost since the last call. Called with no lock
 	 * held, so the callback may call the pool (see on_replica_lost). */
 	void notify_lost();
