@@ -157,7 +157,7 @@ void create_locals(replicated_pool::impl &p, const uuid_ring &ring, const std::s
 		if (r == 0)
 			p.master = std::move(m);
 		else
-			p.locals.push_back({r, std::move(m), false, {}});
+			p.locals.push_back({r, std::move(m)});
 	}
 }
 
@@ -266,7 +266,7 @@ void open_locals(replicated_pool::impl &p, const header_check &check, const std:
 		auto m = local_map::open(rep, size);
 		for (std::size_t i = 0; i < m->parts(); ++i)
 			check(m->read_header(i), "pool part " + m->path(i));
-		p.locals.push_back({r, std::move(m), false, {}});
+		p.locals.push_back({r, std::move(m)});
 	}
 }
 

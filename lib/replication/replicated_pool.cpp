@@ -90,8 +90,7 @@ void replicated_pool::persist(std::size_t offset, std::size_t length)
 		return;
 	d.master->persist(offset, length);
 	for (auto &l : d.locals)
-		if (!l.lost)
-			l.map->copy_persist(d.master->base(), offset, length);
+		l.map->copy_persist(d.master->base(), offset, length);
 	d.replication->persist({offset, length});
 }
 
@@ -103,8 +102,7 @@ void replicated_pool::flush(std::size_t offset, std::size_t length)
 		return;
 	d.master->flush(offset, length);
 	for (auto &l : d.locals)
-		if (!l.lost)
-			l.map->copy_flush(d.master->base(), offset, length);
+		l.map->copy_flush(d.master->base(), offset, length);
 	d.replication->flush({offset, length});
 }
 
@@ -113,8 +111,7 @@ void replicated_pool::drain()
 	auto &d = open_pool(impl_.get(), "drain");
 	d.master->drain();
 	for (auto &l : d.locals)
-		if (!l.lost)
-			l.map->drain();
+		l.map->drain();
 	d.replication->drain();
 }
 
@@ -138,8 +135,7 @@ std::vector<replicated_pool::replica_status> replicated_pool::replicas() const
 	out[0] = {0, false, d.ps.replicas[0].parts[0].path, true, {}};
 	std::lock_guard g(d.state_mu);
 	for (const auto &l : d.locals)
-		out[l.index] = {l.index, false, d.ps.replicas[l.index].parts[0].path, !l.lost,
-		                l.error};
+		out[l.index] = {l.index, false, d.ps.replicas[l.index].parts[0].path, true, {}};
 	for (const auto &r : d.remotes)
 		out[r.index] = {r.index, true, d.where(r), !r.lost, r.error};
 	return out;

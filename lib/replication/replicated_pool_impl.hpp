@@ -82,11 +82,11 @@ struct remote_replica {
 	std::string error;
 };
 
+/** A local replica: written with the master on every call. A failure to write it fails the
+ *  call (a local replica is never left behind), so it has no lost state. */
 struct local_copy {
 	std::size_t index = 0;
 	std::unique_ptr<local_map> map;
-	bool lost = false;
-	std::string error;
 };
 
 /**

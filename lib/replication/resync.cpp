@@ -20,7 +20,7 @@ constexpr std::size_t resync_chunk = 4u << 20;
 using progress_fn = std::function<void(std::size_t, std::size_t)>;
 
 /** Copies the master into a local replica, chunk by chunk, each chunk persisted. */
-void copy_local(replicated_pool::impl &d, local_copy &l, std::size_t from,
+void copy_local(replicated_pool::impl &d, const local_copy &l, std::size_t from,
                 const progress_fn &progress)
 {
 	const std::size_t size = d.master->size();
@@ -30,9 +30,6 @@ void copy_local(replicated_pool::impl &d, local_copy &l, std::size_t from,
 		if (progress)
 			progress(off + n - from, size - from);
 	}
-	std::lock_guard s(d.state_mu);
-	l.lost = false;
-	l.error.clear();
 }
 
 /** Drops r's old session (it is being replaced: how it ended does not matter). */
