@@ -21,9 +21,9 @@
 namespace rpmem::ssh::detail
 {
 
-std::unique_ptr<session> start_libssh(const target &where, const std::string &command,
+std::unique_ptr<session> start_libssh(const destination &where, const std::string &command,
                                       const options &opts);
-std::unique_ptr<session> start_external(const target &where, const std::string &command,
+std::unique_ptr<session> start_external(const destination &where, const std::string &command,
                                         const options &opts);
 
 /** A point in time to give up at; built from a timeout where negative means never. */

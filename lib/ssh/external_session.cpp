@@ -20,7 +20,7 @@ namespace rpmem::ssh::detail
 namespace
 {
 
-std::vector<std::string> ssh_argv(const target &where, const std::string &command,
+std::vector<std::string> ssh_argv(const destination &where, const std::string &command,
                                   const options &opts)
 {
 	std::vector<std::string> argv{opts.external_program};
@@ -38,7 +38,7 @@ std::vector<std::string> ssh_argv(const target &where, const std::string &comman
 class external_session final : public session
 {
 public:
-	external_session(const target &where, const std::string &command, const options &opts)
+	external_session(const destination &where, const std::string &command, const options &opts)
 	    : target_(where), command_(command), opts_(opts),
 	      where_(fmt::format("{} (via {})", where.str(), opts.external_program)),
 	      child_(ssh_argv(where, command, opts))
@@ -63,7 +63,7 @@ private:
 	void drain_stderr();
 	[[noreturn]] void throw_ended();
 
-	target target_;
+	destination target_;
 	std::string command_;
 	options opts_;
 	std::string where_;
@@ -191,7 +191,7 @@ int external_session::wait_exit(std::chrono::milliseconds timeout)
 
 } // namespace
 
-std::unique_ptr<session> start_external(const target &where, const std::string &command,
+std::unique_ptr<session> start_external(const destination &where, const std::string &command,
                                         const options &opts)
 {
 	return std::make_unique<external_session>(where, command, opts);

@@ -13,7 +13,7 @@
 namespace rpmem::ssh::detail
 {
 
-std::unique_ptr<session> start_libssh(const target &where, const std::string &command,
+std::unique_ptr<session> start_libssh(const destination &where, const std::string &command,
                                       const options &opts)
 {
 	return std::make_unique<libssh_session>(where, command, opts);

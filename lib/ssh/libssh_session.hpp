@@ -32,7 +32,7 @@ struct libssh_handles {
 class libssh_session final : public session
 {
 public:
-	libssh_session(const target &where, const std::string &command, const options &opts);
+	libssh_session(const destination &where, const std::string &command, const options &opts);
 
 	void write_all(std::span<const std::uint8_t> data) override;
 	void read_exact(std::span<std::uint8_t> data, std::chrono::milliseconds timeout) override;
@@ -66,7 +66,7 @@ private:
 	static void on_exit_signal(ssh_session, ssh_channel, const char *signal, int core,
 	                           const char *errmsg, const char *lang, void *self);
 
-	target target_;
+	destination target_;
 	std::string command_;
 	options opts_;
 	std::string where_; ///< user@host:port in effect, for messages

@@ -60,7 +60,8 @@ std::string server_key_fingerprint(ssh_session s)
 
 } // namespace
 
-libssh_session::libssh_session(const target &where, const std::string &command, const options &opts)
+libssh_session::libssh_session(const destination &where, const std::string &command,
+                               const options &opts)
     : target_(where), command_(command), opts_(opts)
 {
 	configure();

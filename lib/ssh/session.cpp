@@ -9,7 +9,7 @@
 namespace rpmem::ssh
 {
 
-std::unique_ptr<session> session::start(const target &where, const std::string &command,
+std::unique_ptr<session> session::start(const destination &where, const std::string &command,
                                         const options &opts)
 {
 	if (command.empty())

@@ -43,7 +43,7 @@ public:
 	 * with the shell's "not found" if it does not exist). Uses opts.external_program when
 	 * non-empty.
 	 */
-	static std::unique_ptr<session> start(const target &where, const std::string &command,
+	static std::unique_ptr<session> start(const destination &where, const std::string &command,
 	                                      const options &opts);
 
 	/** Stops the command's input and output, and the connection or the ssh process, without

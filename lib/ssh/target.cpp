@@ -52,9 +52,9 @@ std::uint16_t parse_port(std::string_view text, std::string_view port)
 
 } // namespace
 
-target parse_target(std::string_view text)
+destination parse_target(std::string_view text)
 {
-	target t;
+	destination t;
 	std::string_view rest = text;
 	if (auto at = rest.find('@'); at != std::string_view::npos) {
 		t.user = std::string(rest.substr(0, at));
@@ -89,7 +89,7 @@ target parse_target(std::string_view text)
 	return t;
 }
 
-std::string target::str() const
+std::string destination::str() const
 {
 	std::string s = user.empty() ? std::string() : user + '@';
 	if (port && host.find(':') != std::string::npos)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The target of a remote replica as PMDK spells it: [user@]host[:port], where host may be an
 // IPv6 literal, bracketed when a port follows ("[fe80::1]:2222"). The port is the SSH port.
+// Parsed, it is an ssh::destination (rpmemd's "target" is its fabric listener, daemon/target.hpp).
 #pragma once
 
 #include <cstdint>
@@ -11,14 +12,14 @@
 namespace rpmem::ssh
 {
 
-struct target {
+struct destination {
 	std::string user; ///< empty: the SSH default (config User, else login name)
 	std::string host; ///< never empty; a name, an IPv4 or a bare IPv6 literal
 	std::optional<std::uint16_t> port; ///< absent: the SSH default (config Port, else 22)
 
 	/** Back to PMDK syntax; an IPv6 host is bracketed when a port follows. */
 	std::string str() const;
-	friend bool operator==(const target &, const target &) = default;
+	friend bool operator==(const destination &, const destination &) = default;
 };
 
 /**
@@ -30,6 +31,6 @@ struct target {
  * text after ']' other than ":port", and a user or host that starts with '-' or contains
  * whitespace or control characters (ssh would take it for an option or split it).
  */
-target parse_target(std::string_view text);
+destination parse_target(std::string_view text);
 
 } // namespace rpmem::ssh

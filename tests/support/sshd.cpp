@@ -305,9 +305,9 @@ bool sshd::try_start()
 	throw std::runtime_error("sshd fixture: sshd does not answer within 10 s:\n" + log_text());
 }
 
-ssh::target sshd::target() const
+ssh::destination sshd::target() const
 {
-	return ssh::target{"root", address_, port_};
+	return ssh::destination{"root", address_, port_};
 }
 
 ssh::options sshd::client_options() const

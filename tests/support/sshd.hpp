@@ -46,7 +46,7 @@ public:
 	/** An executable "ssh -F <config_file> ARGS..." script: a RPMEM_SSH program for tests. */
 	std::string ssh_wrapper() const { return path("ssh"); }
 	/** root@address:port */
-	ssh::target target() const;
+	ssh::destination target() const;
 	/** config_file, known_hosts and client_key set explicitly; a 10 s connect timeout. */
 	ssh::options client_options() const;
 	/** What sshd logged so far (-E file): auth failures and the like. */

@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+using rpmem::ssh::destination;
 using rpmem::ssh::parse_target;
-using rpmem::ssh::target;
 
 namespace
 {
@@ -36,7 +36,7 @@ TEST_CASE("valid targets split into user, host and port", "[ssh][target]")
 {
 	struct example {
 		const char *text;
-		target expected;
+		destination expected;
 	};
 	auto [text, expected] = GENERATE(values<example>({
 	    {"node", {"", "node", {}}},
@@ -73,9 +73,9 @@ TEST_CASE("str() gives back a string that parses to the same target", "[ssh][tar
 
 TEST_CASE("str() brackets an IPv6 host only when a port follows", "[ssh][target]")
 {
-	CHECK(target{"u", "::1", 22}.str() == "u@[::1]:22");
-	CHECK(target{"", "::1", {}}.str() == "::1");
-	CHECK(target{"", "h", {}}.str() == "h");
+	CHECK(destination{"u", "::1", 22}.str() == "u@[::1]:22");
+	CHECK(destination{"", "::1", {}}.str() == "::1");
+	CHECK(destination{"", "h", {}}.str() == "h");
 }
 
 TEST_CASE("empty hosts are rejected", "[ssh][target]")
