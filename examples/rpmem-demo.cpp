@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// rpmem-demo: the main job on an embedded default. Creates a remote pool through rpmemd over
-// SSH, shows its attributes, replicates data, closes, reopens, reads the data back from the
-// replica, and removes the pool — printing what happened and how long each step took.
+// rpmem-demo: the main job on an embedded default, through the public C++ API (rpmem::pool).
+// Creates a remote pool through rpmemd over SSH, shows its attributes, replicates data,
+// closes, reopens, reads the data back from the replica, and removes the pool — printing what
+// happened and how long each step took.
 //
 //   rpmem-demo TARGET [POOLSET]     (POOLSET: the daemon-side pool set name, default demo.set)
-#include "client/remote_pool.hpp"
-#include "rpmem/error.hpp"
+#include <rpmem/error.hpp>
+#include <rpmem/pool.hpp>
 
 #include <fmt/format.h>
 
@@ -19,7 +20,6 @@ namespace
 {
 
 using clock_type = std::chrono::steady_clock;
-namespace ctl = rpmem::control;
 
 double ms_since(clock_type::time_point t)
 {
@@ -50,9 +50,10 @@ int main(int argc, char **argv)
 	if (mem == MAP_FAILED)
 		return 1;
 	auto *local = static_cast<std::uint8_t *>(mem);
+	const std::span<std::byte> memory(static_cast<std::byte *>(mem), size);
 
 	try {
-		ctl::pool_attr attr;
+		rpmem::pool_attr attr;
 		std::memcpy(attr.signature.data(), "RPMEMDEM", 8);
 		attr.major = 1;
 		std::mt19937_64 rng(std::random_device{}());
@@ -62,13 +63,10 @@ int main(int argc, char **argv)
 			b = static_cast<std::uint8_t>(rng());
 
 		auto t = clock_type::now();
-		unsigned nlanes = 8;
-		auto pool =
-		    rpmem::client::remote_pool::create(target, desc, local, size, &nlanes, &attr);
-		fmt::print("created   {} on {} in {:.1f} ms: {} lanes over {} connection(s), "
-		           "provider {}, {}\n",
-		           desc, target, ms_since(t), nlanes, pool->fabric().nendpoints,
-		           pool->fabric().provider, ctl::to_string(pool->method()));
+		auto pool = rpmem::pool::create(target, desc, memory, attr, 8);
+		const unsigned nlanes = pool.lanes();
+		fmt::print("created   {} on {} in {:.1f} ms: {} lanes, {}\n", desc, pool.host(),
+		           ms_since(t), nlanes, pool.method());
 
 		// Replicate 16 MiB of data in 1 MiB persists, and one small inline persist.
 		for (std::size_t i = 4096; i < size; i += 8)
@@ -77,7 +75,7 @@ int main(int argc, char **argv)
 		constexpr std::size_t chunk = 1 << 20;
 		std::size_t bytes = 0;
 		for (std::size_t off = 4096; off + chunk <= 4096 + (16 << 20); off += chunk) {
-			pool->persist(off, chunk, 0, 0);
+			pool.persist(off, chunk);
 			bytes += chunk;
 		}
 		double secs = ms_since(t) / 1000;
@@ -85,32 +83,32 @@ int main(int argc, char **argv)
 		           secs * 1000, double(bytes >> 20) / secs);
 		std::strcpy(reinterpret_cast<char *>(local + 4096), "hello from rpmem");
 		t = clock_type::now();
-		pool->persist(4096, 64, 1 % nlanes, 0);
+		pool.persist(4096, 64, 1 % nlanes);
 		fmt::print("persisted 64 bytes in {:.3f} ms\n", ms_since(t));
-		pool->close();
-		pool.reset();
+		pool.close();
 		fmt::print("closed\n");
 
 		std::vector<std::uint8_t> copy(local, local + size);
 		std::memset(local, 0, size);
-		ctl::pool_attr got;
 		t = clock_type::now();
-		pool = rpmem::client::remote_pool::open(target, desc, local, size, &nlanes, &got);
+		auto again = rpmem::pool::open(target, desc, memory, 8);
+		if (!again.attributes())
+			throw rpmem::error(EINVAL, "the reopened pool has no attributes");
+		const rpmem::pool_attr got = *again.attributes();
 		fmt::print("reopened  in {:.1f} ms: signature '{}', poolset uuid {}\n", ms_since(t),
 		           std::string(got.signature.data(), 8), uuid_text(got.poolset_uuid));
 		if (std::memcmp(got.signature.data(), attr.signature.data(), 8) != 0 ||
 		    got.poolset_uuid != attr.poolset_uuid)
 			throw rpmem::error(EINVAL, "attributes changed between create and open");
 		t = clock_type::now();
-		pool->read(local + 4096, 4096, (16 << 20), 0);
+		again.read(memory.subspan(4096, 16 << 20), 4096);
 		fmt::print("read back {} MiB in {:.1f} ms: \"{}\"\n", 16, ms_since(t),
 		           reinterpret_cast<const char *>(local + 4096));
 		if (std::memcmp(local + 4096, copy.data() + 4096, 16 << 20) != 0)
 			throw rpmem::error(EIO, "the replica does not hold what was persisted");
 		fmt::print("verified  the replica holds every persisted byte\n");
-		pool->close();
-		pool.reset();
-		rpmem::client::remote_pool::remove(target, desc, 0);
+		again.close();
+		rpmem::pool::remove(target, desc);
 		fmt::print("removed   {}\n", desc);
 	} catch (const rpmem::error &e) {
 		fmt::print(stderr, "rpmem-demo: {}\n", e.what());

@@ -3,7 +3,7 @@
 // parts, a local replica and two remote replicas (two rpmemd poolset directories behind one
 // sshd); every replica compared byte for byte with the master; asynchronous mode and its
 // barrier and lag bound; a replica's rpmemd killed mid-stream under both failure policies,
-// then resync. Also runs examples 02-05.
+// then resync. Also runs examples 02-05 and rpmem-demo.
 #include "process.hpp"
 #include "replica_fixture.hpp"
 #include "support/child.hpp"
@@ -850,7 +850,7 @@ TEST_CASE("replicated_pool opens a pool set whose remote replica is missing in d
 	CHECK(master_data(q) == expect);
 }
 
-TEST_CASE("examples 02-05 run against the private sshd", "[replication][examples]")
+TEST_CASE("examples 02-05 and rpmem-demo run against the private sshd", "[replication][examples]")
 {
 	sshd server;
 	const std::string bin = std::string(RPMEM_BINARY_DIR) + "/bin/";
@@ -874,6 +874,13 @@ TEST_CASE("examples 02-05 run against the private sshd", "[replication][examples
 		r = run(bin + "03-flush-drain " + node.target() + " pool.set", env);
 		require_ok(r, "03-flush-drain");
 		CHECK(r.output.find("256 records: 0 bad") != std::string::npos);
+		// rpmem-demo: create, 16 MiB persisted, close, open, read back, remove.
+		node.write_poolset("demo.set", {"40M"});
+		r = run(bin + "rpmem-demo " + node.target() + " demo.set", env);
+		require_ok(r, "rpmem-demo");
+		CHECK(r.output.find("verified  the replica holds every persisted byte") !=
+		      std::string::npos);
+		CHECK(r.output.find("removed   demo.set") != std::string::npos);
 	}
 	{
 		replicated_setup s(server, 2, {"8M"}, false, "8M");
