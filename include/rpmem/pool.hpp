@@ -19,6 +19,7 @@
 #include "rpmem/error.hpp"
 #include "rpmem/export.hpp"
 #include "rpmem/pool_attr.hpp"
+#include "rpmem/pool_stats.hpp"
 
 #include <array>
 #include <chrono>
@@ -62,20 +63,6 @@ inline remove_flags operator|(remove_flags a, remove_flags b)
 {
 	return static_cast<remove_flags>(static_cast<int>(a) | static_cast<int>(b));
 }
-
-/** What a pool's lanes have done (see pool::stats): operations, bytes, and round-trip
- * latencies bucketed by powers of two (latency_ns_log2[b]: calls of [2^b, 2^(b+1)) ns). */
-struct pool_stats {
-	std::uint64_t persists = 0;
-	std::uint64_t flushes = 0;
-	std::uint64_t drains = 0;
-	std::uint64_t reads = 0;
-	std::uint64_t deep_persists = 0;
-	std::uint64_t bytes_persisted = 0;
-	std::uint64_t bytes_read = 0;
-	std::uint64_t round_trips = 0;
-	std::array<std::uint64_t, 40> latency_ns_log2{};
-};
 
 class RPMEM_API pool
 {

@@ -32,31 +32,4 @@ lane_stats lane_counters::snapshot() const
 	return s;
 }
 
-lane_stats &lane_stats::operator+=(const lane_stats &o)
-{
-	persists += o.persists;
-	flushes += o.flushes;
-	drains += o.drains;
-	reads += o.reads;
-	deep_persists += o.deep_persists;
-	bytes_persisted += o.bytes_persisted;
-	bytes_read += o.bytes_read;
-	round_trips += o.round_trips;
-	for (std::size_t b = 0; b < latency_ns_log2.size(); ++b)
-		latency_ns_log2[b] += o.latency_ns_log2[b];
-	return *this;
-}
-
-std::uint64_t lane_stats::quantile_ns(double q) const
-{
-	std::uint64_t want = static_cast<std::uint64_t>(q * double(round_trips));
-	std::uint64_t seen = 0;
-	for (std::size_t b = 0; b < latency_ns_log2.size(); ++b) {
-		seen += latency_ns_log2[b];
-		if (seen > want || (seen == round_trips && seen))
-			return std::uint64_t(2) << b;
-	}
-	return 0;
-}
-
 } // namespace rpmem::client

@@ -3,6 +3,8 @@
 // thread counts (relaxed atomics, no lock); any thread may take a snapshot while it runs.
 #pragma once
 
+#include "rpmem/pool_stats.hpp"
+
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -11,23 +13,8 @@
 namespace rpmem::client
 {
 
-/** What one lane (or the whole pool) has done: operations, bytes, and how long round trips took
- * (latency_ns_log2[b] counts calls that took [2^b, 2^(b+1)) ns). */
-struct lane_stats {
-	std::uint64_t persists = 0; // persist calls (and non-relaxed flushes)
-	std::uint64_t flushes = 0;  // relaxed flushes
-	std::uint64_t drains = 0;   // drains that had something to make durable
-	std::uint64_t reads = 0;
-	std::uint64_t deep_persists = 0;
-	std::uint64_t bytes_persisted = 0;
-	std::uint64_t bytes_read = 0;
-	std::uint64_t round_trips = 0;
-	std::array<std::uint64_t, 40> latency_ns_log2{};
-
-	lane_stats &operator+=(const lane_stats &o);
-	/** The latency below which a fraction q (0..1) of round trips completed (bucket bound). */
-	std::uint64_t quantile_ns(double q) const;
-};
+/** What one lane (or the whole pool) has done: the public rpmem::pool_stats. */
+using lane_stats = rpmem::pool_stats;
 
 /** The counters behind lane_stats: the lane's thread bumps them, any thread may read them. */
 struct lane_counters {

@@ -113,18 +113,7 @@ unsigned pool::lanes() const
 
 pool_stats pool::stats(unsigned lane) const
 {
-	auto s = live(rp_, "stats").stats(lane);
-	pool_stats out;
-	out.persists = s.persists;
-	out.flushes = s.flushes;
-	out.drains = s.drains;
-	out.reads = s.reads;
-	out.deep_persists = s.deep_persists;
-	out.bytes_persisted = s.bytes_persisted;
-	out.bytes_read = s.bytes_read;
-	out.round_trips = s.round_trips;
-	out.latency_ns_log2 = s.latency_ns_log2;
-	return out;
+	return live(rp_, "stats").stats(lane);
 }
 
 const std::string &pool::host() const
