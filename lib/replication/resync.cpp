@@ -143,16 +143,30 @@ void replicated_pool::resync(std::size_t index, const progress_fn &progress)
 	                        [&](const remote_replica &x) { return x.index == index; });
 	const std::string what =
 	    fmt::format("replicated_pool::resync: remote replica {} ({})", index, d.where(r));
-	drop_session(r);
-	const unsigned lanes = reconnect(d, r, what);
 	try {
-		copy_remote(d, r, data_offset(), progress);
+		drop_session(r);
+		const unsigned lanes = reconnect(d, r, what);
+		try {
+			copy_remote(d, r, data_offset(), progress);
+		} catch (const rpmem::error &e) {
+			throw rpmem::error(e.errnum(),
+			                   fmt::format("{}: copying the master failed: {}: "
+			                               "call resync({}) again",
+			                               what, e.message(), index));
+		}
 		r.lanes = lanes;
 		d.count_lanes();
 	} catch (const rpmem::error &e) {
-		throw rpmem::error(e.errnum(), fmt::format("{}: copying the master failed: {}: "
-		                                           "call resync({}) again",
-		                                           what, e.message(), index));
+		// Not in sync, whatever it was before: lost, with this failure as its reason (and
+		// its header still marked behind when the copy had begun).
+		d.mark_lost(r.index, e.message());
+		{
+			std::lock_guard s(d.state_mu);
+			r.error = e.message();
+		}
+		g.unlock();
+		d.notify_lost();
+		throw;
 	}
 	mark_back(d, r);
 }

@@ -564,6 +564,97 @@ TEST_CASE("replicated_pool asynchronous: a killed writer leaves its replica mark
 	CHECK(again.status == 0);
 }
 
+TEST_CASE("replicated_pool: a resync whose rpmemd dies mid-copy leaves the replica lost and "
+          "marked behind, and the next resync finishes it",
+          "[replication][fault][resync]")
+{
+	sshd server;
+	replicated_setup s(server, 1, {"64M"}, false, "64M");
+	replicated_pool::options degrade;
+	degrade.on_failure = replicated_pool::failure_policy::degrade;
+	std::vector<std::size_t> reported;
+	degrade.on_replica_lost = [&](const replicated_pool::replica_status &st) {
+		reported.push_back(st.index);
+	};
+	std::string expect;
+	{
+		auto p = replicated_pool::create(s.path(), s.options(degrade));
+		scribble(p, 31, 40);
+		// Killed at the worst moment: half of the master copied, the rest not.
+		bool killed = false;
+		try {
+			p.resync(1, [&](std::size_t done, std::size_t total) {
+				if (!killed && done * 2 >= total)
+					killed = run_kill_rpmemd(s.node(0).dir().string());
+			});
+			FAIL("resync went on after its rpmemd was killed");
+		} catch (const rpmem::error &e) {
+			INFO(e.what());
+			CHECK(e.message().find("resync(1) again") != std::string::npos);
+		}
+		REQUIRE(killed);
+		auto st = p.replicas();
+		CHECK(!st[1].in_sync);
+		CHECK(reported == std::vector<std::size_t>{1});
+		scribble(p, 32, 10); // degrade: the master goes on alone
+		expect = master_data(p);
+		p.close();
+	}
+	require_rpmemd_gone(s.node(0));
+	// Half-copied, it is marked behind: open refuses it under the default policy.
+	try {
+		replicated_pool::open(s.path(), s.options());
+		FAIL("open accepted a replica whose resync was interrupted");
+	} catch (const rpmem::error &e) {
+		INFO(e.what());
+		CHECK(e.errnum() == ESTALE);
+	}
+	{
+		auto p = replicated_pool::open(s.path(), s.options(degrade));
+		CHECK(!p.replicas()[1].in_sync);
+		p.resync(1);
+		CHECK(p.replicas()[1].in_sync);
+		CHECK(master_data(p) == expect);
+		p.close();
+	}
+	auto p = replicated_pool::open(s.path(), s.options());
+	p.close();
+	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica after the resync");
+}
+
+TEST_CASE("replicated_pool asynchronous: a mark that cannot be cleared at close stays, and the "
+          "next open refuses the replica",
+          "[replication][async][fault]")
+{
+	sshd server;
+	replicated_setup s(server, 1, {"8M"}, false, "8M");
+	replicated_pool::options async;
+	async.replication = replicated_pool::mode::asynchronous;
+	{
+		auto p = replicated_pool::create(s.path(), s.options(async));
+		scribble(p, 41, 30);
+		p.barrier(); // everything is on the replica...
+		// ...and its rpmemd stops answering before close can clear the mark.
+		const pid_t pid = find_rpmemd(s.node(0).dir().string());
+		REQUIRE(pid > 0);
+		REQUIRE(::kill(pid, SIGSTOP) == 0);
+		p.close();
+		auto st = p.replicas();
+		CHECK(!st[1].in_sync);
+		CHECK(st[1].error.find("resync(1)") != std::string::npos);
+		::kill(pid, SIGKILL);
+	}
+	require_rpmemd_gone(s.node(0));
+	try {
+		replicated_pool::open(s.path(), s.options());
+		FAIL("open accepted a replica whose mark close could not clear");
+	} catch (const rpmem::error &e) {
+		INFO(e.what());
+		CHECK(e.errnum() == ESTALE);
+		CHECK(e.message().find("may be behind the master") != std::string::npos);
+	}
+}
+
 TEST_CASE("replicated_pool: a replica's rpmemd killed mid-stream", "[replication][fault]")
 {
 	sshd server;
@@ -716,7 +807,7 @@ TEST_CASE("replicated_pool: calls on a closed or a moved-from pool throw EINVAL"
 	q.close(); // again: nothing to do
 }
 
-TEST_CASE("replicated_pool: on_replica_lost may call the pool; the lost replica's status names "
+TEST_CASE("replicated_pool: on_replica_lost may call the pool, and the lost replica's status names "
           "resync",
           "[replication][fault]")
 {
