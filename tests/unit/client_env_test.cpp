@@ -73,7 +73,7 @@ TEST_CASE("a bad RPMEM_* number is refused, naming the variable", "[client][env]
 	}
 }
 
-TEST_CASE("RPMEM_SPIN forces one end of the adaptive wait; RPMEM_MR_MODE picks the MR mode",
+TEST_CASE("RPMEM_SPIN forces one end of the adaptive wait, RPMEM_MR_MODE picks the MR mode",
           "[client][env]")
 {
 	using rpmem::fabric::mr_mode;

@@ -325,7 +325,7 @@ TEST_CASE("session: lane requests are signs of life while the control channel is
 	CHECK(f.wait_exit() == rpmemd::exit_peer_gone);
 }
 
-TEST_CASE("session: ping is answered with its cookie; a malformed request gets badproto",
+TEST_CASE("session: ping is answered with its cookie, a malformed request gets badproto",
           "[session]")
 {
 	session_fixture f;
