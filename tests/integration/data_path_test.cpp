@@ -395,14 +395,9 @@ TEST_CASE("a method this side's provider cannot serve is refused, naming the rem
 
 TEST_CASE("a fabric connection without the session secret is refused", "[data][security]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(8 << 20);
-	auto attr = sample_attr();
+	remote_setup fx(8 << 20);
 	unsigned nlanes = 2;
-	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, node.options());
+	auto pool = fx.create(nlanes);
 	const auto &f = pool->fabric();
 	namespace fab = rpmem::fabric;
 	fab::request req;
@@ -425,10 +420,10 @@ TEST_CASE("a fabric connection without the session secret is refused", "[data][s
 	CHECK(ev->is_error());
 	CHECK(ev->type != FI_CONNECTED);
 	// The honest client is undisturbed.
-	std::memset(local.data() + 4096, 0x77, 4096);
+	std::memset(fx.local.data() + 4096, 0x77, 4096);
 	pool->persist(4096, 4096, 0, 0);
 	pool->close();
-	CHECK(node.log_text().find("refused a fabric connection") != std::string::npos);
+	CHECK(fx.node.log_text().find("refused a fabric connection") != std::string::npos);
 }
 
 namespace

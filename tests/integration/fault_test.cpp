@@ -234,14 +234,9 @@ TEST_CASE("rpmemd killed mid-stream: every call fails within 2 s, acknowledged d
           "replica",
           "[fault][kill]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
-	auto attr = sample_attr();
+	remote_setup fx(pool_size);
 	unsigned nlanes = 8;
-	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, node.options());
+	auto pool = fx.create(nlanes);
 	check_variant(*pool);
 	constexpr unsigned threads = 4;
 	std::mutex m;
@@ -269,7 +264,7 @@ TEST_CASE("rpmemd killed mid-stream: every call fails within 2 s, acknowledged d
 				if (full)
 					len = 64;
 				for (std::size_t k = 0; k < len; ++k)
-					local.data()[at + k] = static_cast<std::uint8_t>(rng());
+					fx.local.data()[at + k] = static_cast<std::uint8_t>(rng());
 				unsigned lane = (t + threads * (i % 2)) % nlanes;
 				try {
 					pool->persist(at, len, lane, 0);
@@ -289,7 +284,8 @@ TEST_CASE("rpmemd killed mid-stream: every call fails within 2 s, acknowledged d
 					continue;
 				{
 					std::lock_guard lock(m);
-					acks.push_back({off, len, fnv1a(local.data() + off, len)});
+					acks.push_back(
+					    {off, len, fnv1a(fx.local.data() + off, len)});
 				}
 				++acked;
 				off += len;
@@ -307,7 +303,7 @@ TEST_CASE("rpmemd killed mid-stream: every call fails within 2 s, acknowledged d
 		                                                           << " persists");
 	}
 	killed_at = clk::now().time_since_epoch().count();
-	REQUIRE(run_kill_rpmemd(node.dir().string()));
+	REQUIRE(run_kill_rpmemd(fx.node.dir().string()));
 	for (auto &t : ts)
 		t.join();
 	for (unsigned t = 0; t < threads; ++t) {
@@ -328,7 +324,7 @@ TEST_CASE("rpmemd killed mid-stream: every call fails within 2 s, acknowledged d
 	auto t0 = clk::now();
 	CHECK(errno_of([&] { pool->close(); }) != 0);
 	CHECK(ms_since(t0) < 3000);
-	check_acks(node, "pool.set", acks);
+	check_acks(fx.node, "pool.set", acks);
 }
 
 TEST_CASE("a killed client: rpmemd exits within 5 s, the pool opens again, acked data is there",
@@ -438,69 +434,54 @@ TEST_CASE("a create never followed by a fabric connection leaves no pool behind"
 
 TEST_CASE("keep-alive: an idle pool outlives the daemon's heartbeat timeout", "[fault][keepalive]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
-	auto attr = sample_attr();
-	auto opts = node.options();
+	remote_setup fx(pool_size);
+	auto opts = fx.node.options();
 	opts.command += " --heartbeat-timeout=1200";
 	opts.tuning->keepalive = 300ms;
 	unsigned nlanes = 2;
-	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, opts);
+	auto pool = fx.create(nlanes, opts);
 	std::this_thread::sleep_for(3500ms);
-	std::memset(local.data() + hdr, 0x42, 100);
+	std::memset(fx.local.data() + hdr, 0x42, 100);
 	CHECK(errno_of([&] { pool->persist(hdr, 100, 1, 0); }) == 0);
 	pool->close();
-	CHECK(node.log_text().find("client silent") == std::string::npos);
+	CHECK(fx.node.log_text().find("client silent") == std::string::npos);
 }
 
 TEST_CASE("a silent client (no keep-alive) is dropped after the heartbeat timeout",
           "[fault][keepalive]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
-	auto attr = sample_attr();
-	auto opts = node.options();
+	remote_setup fx(pool_size);
+	auto opts = fx.node.options();
 	opts.command += " --heartbeat-timeout=1500";
 	opts.tuning->keepalive = 0ms;
 	unsigned nlanes = 2;
-	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, opts);
+	auto pool = fx.create(nlanes, opts);
 	auto t0 = clk::now();
-	long gone = wait_rpmemd_gone(node, 6s);
+	long gone = wait_rpmemd_gone(fx.node, 6s);
 	long took = gone < 0 ? -1 : ms_since(t0);
 	WARN("silent client dropped by rpmemd after " << took << " ms (heartbeat-timeout 1500)");
 	CHECK(took >= 1000);
 	CHECK(took < 4000);
-	CHECK(node.log_text().find("client silent for more than 1500 ms") != std::string::npos);
+	CHECK(fx.node.log_text().find("client silent for more than 1500 ms") != std::string::npos);
 	CHECK(errno_of([&] { pool->persist(hdr, 64, 0, 0); }) != 0);
 }
 
 TEST_CASE("keep-alive: a daemon that dies while the pool is idle is ECONNRESET on the next call",
           "[fault][keepalive]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
-	auto attr = sample_attr();
-	auto opts = node.options();
+	remote_setup fx(pool_size);
+	auto opts = fx.node.options();
 	opts.tuning->keepalive = 200ms;
 	unsigned nlanes = 2;
-	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, opts);
-	REQUIRE(run_kill_rpmemd(node.dir().string()));
+	auto pool = fx.create(nlanes, opts);
+	REQUIRE(run_kill_rpmemd(fx.node.dir().string()));
 	std::this_thread::sleep_for(1s);
 	std::string msg;
 	auto t0 = clk::now();
 	CHECK(errno_of([&] { pool->persist(hdr, 64, 0, 0); }, &msg) == ECONNRESET);
 	CHECK(ms_since(t0) < 100);
 	INFO(msg);
-	CHECK(msg.find(server.address()) != std::string::npos);
+	CHECK(msg.find(fx.server.address()) != std::string::npos);
 	CHECK(msg.find("keep-alive") != std::string::npos);
 	CHECK(errno_of([&] { pool->close(); }) == ECONNRESET);
 }
@@ -644,41 +625,32 @@ TEST_CASE("a frozen rpmemd ends every thread's call in time, also threads waitin
 
 TEST_CASE("start-up failures are distinct errors naming the host", "[fault][errors]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
-	auto attr = sample_attr();
+	remote_setup fx(pool_size);
 	auto attempt = [&](const rpmem::client::pool_options &o, std::string &msg) {
 		unsigned nlanes = 1;
-		return errno_of(
-		    [&] {
-			    remote_pool::create(node.target(), "pool.set", local.data(),
-			                        local.size(), &nlanes, &attr, o);
-		    },
-		    &msg);
+		return errno_of([&] { fx.create(nlanes, o); }, &msg);
 	};
 	std::map<std::string, std::pair<int, std::string>> got;
-	auto wrong_key = node.options();
-	wrong_key.ssh->identity_files = {server.make_key("stranger")};
+	auto wrong_key = fx.node.options();
+	wrong_key.ssh->identity_files = {fx.server.make_key("stranger")};
 	got["wrong key"].first = attempt(wrong_key, got["wrong key"].second);
-	auto unknown = node.options();
-	unknown.ssh->known_hosts_file = server.make_empty_known_hosts("empty_known_hosts");
+	auto unknown = fx.node.options();
+	unknown.ssh->known_hosts_file = fx.server.make_empty_known_hosts("empty_known_hosts");
 	got["unknown host key"].first = attempt(unknown, got["unknown host key"].second);
-	auto changed = node.options();
-	changed.ssh->known_hosts_file = server.make_wrong_known_hosts("wrong_known_hosts");
+	auto changed = fx.node.options();
+	changed.ssh->known_hosts_file = fx.server.make_wrong_known_hosts("wrong_known_hosts");
 	got["changed host key"].first = attempt(changed, got["changed host key"].second);
-	auto missing = node.options();
+	auto missing = fx.node.options();
 	missing.command = "/nonexistent/rpmemd";
 	got["rpmemd missing"].first = attempt(missing, got["rpmemd missing"].second);
 	// A daemon speaking control protocol 2.0: a hello with major 2 and nothing else.
-	auto fake = node.dir() / "rpmemd-v2";
+	auto fake = fx.node.dir() / "rpmemd-v2";
 	std::ofstream(fake)
 	    << "#!/bin/sh\nprintf '\\122\\120\\120\\115\\001\\000\\000\\000\\034\\000"
 	       "\\000\\000\\002\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000"
 	       "\\000\\000\\000\\000\\000'\nsleep 2\n";
 	std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
-	auto v2 = node.options();
+	auto v2 = fx.node.options();
 	v2.command = fake.string();
 	got["protocol 2.0"].first = attempt(v2, got["protocol 2.0"].second);
 
@@ -691,12 +663,12 @@ TEST_CASE("start-up failures are distinct errors naming the host", "[fault][erro
 	for (auto &[what, r] : got) {
 		INFO(what << ": errno " << r.first << ": " << r.second);
 		CHECK(r.first == want[what]);
-		CHECK(r.second.find(server.address()) != std::string::npos);
+		CHECK(r.second.find(fx.server.address()) != std::string::npos);
 		messages.insert(r.second);
 	}
 	CHECK(messages.size() == got.size());
 	CHECK(got["protocol 2.0"].second.find("2.0") != std::string::npos);
-	CHECK(!std::filesystem::exists(node.part("pool.set")));
+	CHECK(!std::filesystem::exists(fx.node.part("pool.set")));
 }
 
 TEST_CASE("no space on the replica: create fails cleanly and leaves nothing", "[fault][enospc]")

@@ -85,28 +85,21 @@ TEST_CASE("a remote command that never answers: the documented timeout, and it i
 TEST_CASE("an unwritable --log-file stops rpmemd with a message the client shows",
           "[hardening][log]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
-	auto attr = sample_attr();
-	auto o = node.options();
-	const std::string log = (node.dir() / "no-such-dir" / "rpmemd.log").string();
+	remote_setup fx(pool_size);
+	auto o = fx.node.options();
+	const std::string log = (fx.node.dir() / "no-such-dir" / "rpmemd.log").string();
 	o.command = fmt::format("{} --poolset-dir={} --log-file={}", RPMEM_TEST_RPMEMD,
-	                        node.dir().string(), log);
+	                        fx.node.dir().string(), log);
 	unsigned nlanes = 1;
-	auto e = error_of([&] {
-		remote_pool::create(node.target(), "pool.set", local.data(), local.size(), &nlanes,
-		                    &attr, o);
-	});
+	auto e = error_of([&] { fx.create(nlanes, o); });
 	INFO(e.message());
 	CHECK(e.errnum() == ENOENT);
-	CHECK_THAT(e.message(), Catch::Contains(server.address()) &&
+	CHECK_THAT(e.message(), Catch::Contains(fx.server.address()) &&
 	                            Catch::Contains("cannot open log file '" + log + "'") &&
 	                            Catch::Contains("No such file or directory"));
-	CHECK(!fs::exists(node.part("pool.set")));
+	CHECK(!fs::exists(fx.node.part("pool.set")));
 
-	auto removal = error_of([&] { remote_pool::remove(node.target(), "pool.set", 0, o); });
+	auto removal = error_of([&] { remote_pool::remove(fx.node.target(), "pool.set", 0, o); });
 	INFO(removal.message());
 	CHECK_THAT(removal.message(), Catch::Contains("cannot open log file"));
 }
@@ -175,12 +168,8 @@ TEST_CASE("storage errors reach the client with the system's reason", "[hardenin
 
 TEST_CASE("rpmemd ending mid-session: close says why, in the user's words", "[hardening][messages]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
-	auto attr = sample_attr();
-	auto opts = node.options();
+	remote_setup fx(pool_size);
+	auto opts = fx.node.options();
 	std::string hint;
 	SECTION("killed")
 	{
@@ -196,10 +185,9 @@ TEST_CASE("rpmemd ending mid-session: close says why, in the user's words", "[ha
 	}
 	INFO("keep-alive " << opts.tuning->keepalive.count() << " ms");
 	unsigned nlanes = 1;
-	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, opts);
+	auto pool = fx.create(nlanes, opts);
 	if (hint.starts_with("killed"))
-		REQUIRE(run_kill_rpmemd(node.dir().string()));
+		REQUIRE(run_kill_rpmemd(fx.node.dir().string()));
 	std::this_thread::sleep_for(std::chrono::milliseconds(2500));
 	auto e = error_of([&] { pool->close(); });
 	INFO(e.message());
@@ -231,34 +219,25 @@ TEST_CASE("a pool set name too long for the protocol is refused before SSH, nami
 TEST_CASE("a part truncated under a live session: rpmemd's log says what killed it",
           "[hardening][sigbus]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
-	auto attr = sample_attr();
+	remote_setup fx(pool_size);
 	unsigned nlanes = 1;
-	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, node.options());
+	auto pool = fx.create(nlanes);
 	pool->persist(4096, 64, 0, 0);
-	fs::resize_file(node.part("pool.set"), 4096);
-	std::memset(local.data() + (1 << 20), 0x5a, 64);
+	fs::resize_file(fx.node.part("pool.set"), 4096);
+	std::memset(fx.local.data() + (1 << 20), 0x5a, 64);
 	CHECK(error_of([&] { pool->persist(1 << 20, 64, 0, 0); }).errnum() != 0);
-	CHECK_FALSE(still_runs(node.dir().string(), std::chrono::seconds(30)));
-	auto log = node.log_text();
+	CHECK_FALSE(still_runs(fx.node.dir().string(), std::chrono::seconds(30)));
+	auto log = fx.node.log_text();
 	INFO(log);
 	CHECK_THAT(log, Catch::Contains("SIGBUS") &&
-	                    Catch::Contains(node.part("pool.set").string()) &&
+	                    Catch::Contains(fx.node.part("pool.set").string()) &&
 	                    Catch::Contains("truncated"));
 }
 
 TEST_CASE("a client out of file descriptors is told which host and what to raise",
           "[hardening][messages]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
-	auto attr = sample_attr();
+	remote_setup fx(pool_size);
 	std::size_t open_fds = 0;
 	for ([[maybe_unused]] const auto &e : fs::directory_iterator("/proc/self/fd"))
 		++open_fds;
@@ -270,13 +249,12 @@ TEST_CASE("a client out of file descriptors is told which host and what to raise
 	REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
 	auto e = error_of([&] {
 		unsigned nlanes = 8;
-		remote_pool::create(node.target(), "pool.set", local.data(), local.size(), &nlanes,
-		                    &attr, node.options());
+		fx.create(nlanes);
 	});
 	REQUIRE(setrlimit(RLIMIT_NOFILE, &saved) == 0);
 	INFO(e.message());
 	CHECK(e.errnum() == EMFILE);
-	CHECK_THAT(e.message(), Catch::StartsWith(server.address() + ": ") &&
+	CHECK_THAT(e.message(), Catch::StartsWith(fx.server.address() + ": ") &&
 	                            Catch::Contains("Too many open files") &&
 	                            Catch::Contains("ulimit -n"));
 }

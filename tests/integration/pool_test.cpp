@@ -40,20 +40,15 @@ int errno_of(const std::function<void()> &f)
 
 TEST_CASE("create, close, open, set_attr, open, remove", "[pool]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"16M"});
-	local_pool local(pool_size);
-	auto attr = sample_attr();
+	remote_setup fx(pool_size, {"16M"});
 
 	unsigned nlanes = 4;
-	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, node.options());
+	auto pool = fx.create(nlanes);
 	CHECK(nlanes >= 1);
 	CHECK(nlanes <= 4);
 	CHECK(pool->has_headers());
-	CHECK(std::filesystem::exists(node.part("pool.set")));
-	auto mode = std::filesystem::status(node.part("pool.set")).permissions();
+	CHECK(std::filesystem::exists(fx.node.part("pool.set")));
+	auto mode = std::filesystem::status(fx.node.part("pool.set")).permissions();
 	CHECK((mode & (std::filesystem::perms::group_all | std::filesystem::perms::others_all)) ==
 	      std::filesystem::perms::none);
 	pool->close();
@@ -61,9 +56,8 @@ TEST_CASE("create, close, open, set_attr, open, remove", "[pool]")
 
 	ctl::pool_attr got;
 	nlanes = 4;
-	pool = remote_pool::open(node.target(), "pool.set", local.data(), local.size(), &nlanes,
-	                         &got, node.options());
-	check_same_attr(got, attr);
+	pool = fx.open(nlanes, &got);
+	check_same_attr(got, fx.attr);
 	CHECK(!(got.user_flags == ctl::pool_attr{}.user_flags));
 
 	auto attr2 = sample_attr(7);
@@ -72,75 +66,55 @@ TEST_CASE("create, close, open, set_attr, open, remove", "[pool]")
 	pool->close();
 	pool.reset();
 
-	pool = remote_pool::open(node.target(), "pool.set", local.data(), local.size(), &nlanes,
-	                         &got, node.options());
+	pool = fx.open(nlanes, &got);
 	check_same_attr(got, attr2);
 	pool->close();
 	pool.reset();
 
-	remote_pool::remove(node.target(), "pool.set", 0, node.options());
-	CHECK(!std::filesystem::exists(node.part("pool.set")));
-	CHECK(std::filesystem::exists(node.dir() / "pool.set"));
-	CHECK(node.log_text().find("session start") != std::string::npos);
+	remote_pool::remove(fx.node.target(), "pool.set", 0, fx.node.options());
+	CHECK(!std::filesystem::exists(fx.node.part("pool.set")));
+	CHECK(std::filesystem::exists(fx.node.dir() / "pool.set"));
+	CHECK(fx.node.log_text().find("session start") != std::string::npos);
 }
 
 TEST_CASE("remove with the pool set flag deletes the pool set file too", "[pool]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
+	remote_setup fx(pool_size);
 	unsigned nlanes = 1;
-	auto attr = sample_attr();
-	remote_pool::create(node.target(), "pool.set", local.data(), local.size(), &nlanes, &attr,
-	                    node.options())
-	    ->close();
-	remote_pool::remove(node.target(), "pool.set",
+	fx.create(nlanes)->close();
+	remote_pool::remove(fx.node.target(), "pool.set",
 	                    rpmem::client::remove_force | rpmem::client::remove_pool_set,
-	                    node.options());
-	CHECK(!std::filesystem::exists(node.part("pool.set")));
-	CHECK(!std::filesystem::exists(node.dir() / "pool.set"));
+	                    fx.node.options());
+	CHECK(!std::filesystem::exists(fx.node.part("pool.set")));
+	CHECK(!std::filesystem::exists(fx.node.dir() / "pool.set"));
 	// Removing what is not there: an error without --force.
-	CHECK(errno_of(
-	          [&] { remote_pool::remove(node.target(), "pool.set", 0, node.options()); }) != 0);
+	CHECK(errno_of([&] {
+		      remote_pool::remove(fx.node.target(), "pool.set", 0, fx.node.options());
+	      }) != 0);
 }
 
 TEST_CASE("a second open of an open pool is EBUSY and the first is undisturbed", "[pool]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
+	remote_setup fx(pool_size);
 	local_pool other(pool_size);
 	unsigned nlanes = 2;
-	auto attr = sample_attr();
-	auto first = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                 &nlanes, &attr, node.options());
+	auto first = fx.create(nlanes);
 	unsigned n2 = 2;
 	CHECK(errno_of([&] {
-		      remote_pool::open(node.target(), "pool.set", other.data(), other.size(), &n2,
-		                        nullptr, node.options());
+		      remote_pool::open(fx.node.target(), "pool.set", other.data(), other.size(),
+		                        &n2, nullptr, fx.node.options());
 	      }) == EBUSY);
-	std::memset(local.data() + 8192, 0x5a, 4096);
+	std::memset(fx.local.data() + 8192, 0x5a, 4096);
 	first->persist(8192, 4096, 0, 0);
 	first->close();
 }
 
 TEST_CASE("creating an existing pool is EEXIST", "[pool]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
+	remote_setup fx(pool_size);
 	unsigned nlanes = 1;
-	auto attr = sample_attr();
-	remote_pool::create(node.target(), "pool.set", local.data(), local.size(), &nlanes, &attr,
-	                    node.options())
-	    ->close();
-	CHECK(errno_of([&] {
-		      remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-		                          &nlanes, &attr, node.options());
-	      }) == EEXIST);
+	fx.create(nlanes)->close();
+	CHECK(errno_of([&] { fx.create(nlanes); }) == EEXIST);
 }
 
 TEST_CASE("descriptors leaving the poolset directory are refused", "[pool][security]")
@@ -187,80 +161,58 @@ TEST_CASE("a missing rpmemd is an error naming the host and RPMEM_CMD", "[pool]"
 
 TEST_CASE("host keys and client keys are checked through the pool API", "[pool][security]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
-	auto attr = sample_attr();
+	remote_setup fx(pool_size);
 	unsigned nlanes = 1;
 
-	auto unknown = node.options();
-	unknown.ssh->known_hosts_file = server.make_empty_known_hosts("empty_known_hosts");
-	CHECK(errno_of([&] {
-		      remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-		                          &nlanes, &attr, unknown);
-	      }) == ENOKEY);
+	auto unknown = fx.node.options();
+	unknown.ssh->known_hosts_file = fx.server.make_empty_known_hosts("empty_known_hosts");
+	CHECK(errno_of([&] { fx.create(nlanes, unknown); }) == ENOKEY);
 
-	auto changed = node.options();
-	changed.ssh->known_hosts_file = server.make_wrong_known_hosts("wrong_known_hosts");
-	CHECK(errno_of([&] {
-		      remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-		                          &nlanes, &attr, changed);
-	      }) == EKEYREJECTED);
+	auto changed = fx.node.options();
+	changed.ssh->known_hosts_file = fx.server.make_wrong_known_hosts("wrong_known_hosts");
+	CHECK(errno_of([&] { fx.create(nlanes, changed); }) == EKEYREJECTED);
 
-	auto wrong_key = node.options();
-	wrong_key.ssh->identity_files = {server.make_key("stranger")};
-	CHECK(errno_of([&] {
-		      remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-		                          &nlanes, &attr, wrong_key);
-	      }) == EACCES);
-	CHECK(!std::filesystem::exists(node.part("pool.set")));
+	auto wrong_key = fx.node.options();
+	wrong_key.ssh->identity_files = {fx.server.make_key("stranger")};
+	CHECK(errno_of([&] { fx.create(nlanes, wrong_key); }) == EACCES);
+	CHECK(!std::filesystem::exists(fx.node.part("pool.set")));
 }
 
 TEST_CASE("a Host alias from an ssh config file works", "[pool]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
-	auto attr = sample_attr();
-	auto opts = node.options();
+	remote_setup fx(pool_size);
+	auto opts = fx.node.options();
 	opts.ssh->identity_files.clear();
 	unsigned nlanes = 1;
-	auto pool = remote_pool::create(server.alias(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, opts);
-	std::memset(local.data() + 4096, 0xab, 4096);
+	auto pool = remote_pool::create(fx.server.alias(), "pool.set", fx.local.data(),
+	                                fx.local.size(), &nlanes, &fx.attr, opts);
+	std::memset(fx.local.data() + 4096, 0xab, 4096);
 	pool->persist(4096, 4096, 0, 0);
 	pool->close();
-	auto part = slurp(node.part("pool.set"));
+	auto part = slurp(fx.node.part("pool.set"));
 	CHECK(part.substr(4096, 4096) == std::string(4096, '\xab'));
 }
 
 TEST_CASE("bad arguments are EINVAL and do not poison the handle", "[pool]")
 {
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	local_pool local(pool_size);
-	auto attr = sample_attr();
+	remote_setup fx(pool_size);
 	unsigned nlanes = 2;
 	CHECK(errno_of([&] {
-		      remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-		                          nullptr, &attr, node.options());
+		      remote_pool::create(fx.node.target(), "pool.set", fx.local.data(),
+		                          fx.local.size(), nullptr, &fx.attr, fx.node.options());
 	      }) == EINVAL);
 	CHECK(errno_of([&] {
-		      remote_pool::create(node.target(), "pool.set", local.data() + 1, local.size(),
-		                          &nlanes, &attr, node.options());
+		      remote_pool::create(fx.node.target(), "pool.set", fx.local.data() + 1,
+		                          fx.local.size(), &nlanes, &fx.attr, fx.node.options());
 	      }) == EINVAL);
-	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, node.options());
+	auto pool = fx.create(nlanes);
 	CHECK(errno_of([&] { pool->persist(0, 64, 0, 0); }) == EINVAL); // header
 	CHECK(errno_of([&] { pool->persist(4096, 64, nlanes, 0); }) == EINVAL);
-	CHECK(errno_of([&] { pool->persist(local.size() - 8, 64, 0, 0); }) == EINVAL);
+	CHECK(errno_of([&] { pool->persist(fx.local.size() - 8, 64, 0, 0); }) == EINVAL);
 	CHECK(errno_of([&] { pool->persist(4096, SIZE_MAX, 0, 0); }) == EINVAL);
 	CHECK(errno_of([&] { pool->persist(4096, 64, 0, 0x80); }) == EINVAL);
 	CHECK(errno_of([&] { pool->drain(0, 1); }) == EINVAL);
-	std::memset(local.data() + 4096, 0x11, 64);
+	std::memset(fx.local.data() + 4096, 0x11, 64);
 	CHECK(errno_of([&] { pool->persist(4096, 64, 0, 0); }) == 0);
 	pool->close();
 }

@@ -256,6 +256,43 @@ inline control::pool_attr sample_attr(std::uint8_t salt = 1)
 	return a;
 }
 
+/**
+ * The setup most integration tests start from: a private sshd, one replica node whose pool
+ * set "pool.set" has the given parts, local memory for the pool and libpmemobj-like
+ * attributes. create() makes the remote pool.
+ */
+struct remote_setup {
+	sshd server;
+	replica node;
+	local_pool local;
+	control::pool_attr attr = sample_attr();
+
+	explicit remote_setup(std::size_t local_size, std::vector<std::string> parts = {"8M"},
+	                      replica_options o = {})
+	    : node(server, std::move(o)), local(local_size)
+	{
+		node.write_poolset("pool.set", std::move(parts));
+	}
+	/** Creates pool.set over `local` asking for `nlanes` (updated to the lanes granted). */
+	std::unique_ptr<client::remote_pool> create(unsigned &nlanes)
+	{
+		return create(nlanes, node.options());
+	}
+	std::unique_ptr<client::remote_pool> create(unsigned &nlanes,
+	                                            const client::pool_options &opts)
+	{
+		return client::remote_pool::create(node.target(), "pool.set", local.data(),
+		                                   local.size(), &nlanes, &attr, opts);
+	}
+	/** Opens pool.set over `local`; its attributes go to *attr_out when given. */
+	std::unique_ptr<client::remote_pool> open(unsigned &nlanes,
+	                                          control::pool_attr *attr_out = nullptr)
+	{
+		return client::remote_pool::open(node.target(), "pool.set", local.data(),
+		                                 local.size(), &nlanes, attr_out, node.options());
+	}
+};
+
 } // namespace rpmem::test
 
 namespace rpmem::test
