@@ -188,40 +188,17 @@ void check_create_attr(const layout &l, const std::optional<pool_attr> &attr)
 		                 l.single_header ? "not set" : "set"));
 }
 
-/** Which process holds a flock on fd's file, from /proc/locks ("" when unknown). */
-std::string lock_holder(int fd)
-{
-	struct stat st = {};
-	std::FILE *f = std::fopen("/proc/locks", "re");
-	if (fstat(fd, &st) != 0 || f == nullptr) {
-		if (f)
-			std::fclose(f);
-		return {};
-	}
-	std::string who;
-	char line[256];
-	while (who.empty() && std::fgets(line, sizeof(line), f)) {
-		unsigned long pid = 0, ino = 0;
-		unsigned maj = 0, min = 0;
-		if (std::sscanf(line, "%*d: FLOCK %*s %*s %lu %x:%x:%lu", &pid, &maj, &min, &ino) ==
-		        4 &&
-		    ino == st.st_ino && maj == major(st.st_dev) && min == minor(st.st_dev))
-			who = fmt::format(" (pid {})", pid);
-	}
-	std::fclose(f);
-	return who;
-}
-
 void lock_part(int fd, const std::string &path, std::string_view descriptor)
 {
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+	const int e = try_lock(fd);
+	if (e == 0)
 		return;
-	if (errno == EWOULDBLOCK)
+	if (e == EWOULDBLOCK)
 		fail(status::busy, EBUSY,
 		     fmt::format("pool {} is in use by another rpmemd{}: part {} is locked; close "
 		                 "the pool there first",
 		                 descriptor, lock_holder(fd), path));
-	fail_errno(errno, fmt::format("cannot lock pool part {}", path));
+	fail_errno(e, fmt::format("cannot lock pool part {}", path));
 }
 
 /** A Device DAX part as sysfs describes it; refuses other character devices. */

@@ -69,9 +69,6 @@ void check_layout(const layout &l, std::uint64_t min_size);
 /** PMDK: attributes go with headers, and SINGLEHDR must match the incompat flag. */
 void check_create_attr(const layout &l, const std::optional<pool_attr> &attr);
 
-/** Which process holds a flock on fd's file, from /proc/locks ("" when unknown). */
-std::string lock_holder(int fd);
-
 void lock_part(int fd, const std::string &path, std::string_view descriptor);
 
 /** A Device DAX part as sysfs describes it; refuses other character devices. */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "replication/local_map.hpp"
 
+#include "pmdk/part_file.hpp"
 #include "rpmem/error.hpp"
 
 #include <fmt/format.h>
@@ -33,25 +34,8 @@ std::unique_ptr<local_map> local_map::create(const poolset::replica &r, std::siz
 {
 	std::unique_ptr<local_map> l(new local_map);
 	for (const auto &p : r.parts) {
-		int fd = ::open(p.path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-		if (fd < 0)
-			fail(errno, fmt::format("cannot create pool part {}: check the directory "
-			                        "exists and is writable",
-			                        p.path));
-		l->fds_.emplace_back(fd);
+		l->fds_.push_back(pmdk::create_part(p.path, p.size));
 		l->paths_.push_back(p.path);
-		struct stat st {
-		};
-		if (fstat(fd, &st) == 0 && st.st_size != 0)
-			throw rpmem::error(EEXIST,
-			                   fmt::format("pool part {} already exists ({} bytes): "
-			                               "remove it, or open the pool set instead "
-			                               "of creating it",
-			                               p.path, st.st_size));
-		int err = posix_fallocate(fd, 0, static_cast<off_t>(p.size));
-		if (err)
-			fail(err, fmt::format("cannot allocate {} bytes for pool part {}", p.size,
-			                      p.path));
 	}
 	l->map(r, size);
 	return l;
@@ -61,15 +45,11 @@ std::unique_ptr<local_map> local_map::open(const poolset::replica &r, std::size_
 {
 	std::unique_ptr<local_map> l(new local_map);
 	for (const auto &p : r.parts) {
-		int fd = ::open(p.path.c_str(), O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			fail(errno, fmt::format("cannot open pool part {} (pool set line {})",
-			                        p.path, p.line));
-		l->fds_.emplace_back(fd);
+		l->fds_.push_back(pmdk::open_part(p.path));
 		l->paths_.push_back(p.path);
 		struct stat st {
 		};
-		if (fstat(fd, &st) != 0)
+		if (fstat(l->fds_.back().get(), &st) != 0)
 			fail(errno, fmt::format("cannot stat pool part {}", p.path));
 		if (static_cast<std::uint64_t>(st.st_size) < p.size)
 			throw rpmem::error(EINVAL,

@@ -21,9 +21,10 @@ using pmdk::header_fields;
 class local_map
 {
 public:
-	/** Creates the part files (they must not exist, or be empty) and maps them. */
+	/** Creates the part files (they must not exist, or be empty), locked, and maps them. */
 	static std::unique_ptr<local_map> create(const poolset::replica &r, std::size_t size);
-	/** Maps existing part files. */
+	/** Maps existing part files, locked as PMDK locks them: EBUSY while another process
+	 *  (libpmemobj, rpmemd, another replicated_pool) has the pool open. */
 	static std::unique_ptr<local_map> open(const poolset::replica &r, std::size_t size);
 	~local_map();
 	local_map(const local_map &) = delete;

@@ -655,6 +655,33 @@ TEST_CASE("replicated_pool asynchronous: a mark that cannot be cleared at close 
 	}
 }
 
+TEST_CASE("replicated_pool: a pool open in one place is EBUSY in another, as PMDK's pools are",
+          "[replication]")
+{
+	// Two writers of one master would corrupt it: its parts (and a local replica's) are
+	// flocked as libpmemobj flocks them, so the second open fails before touching anything.
+	sshd server;
+	replicated_setup s(server, 1, {"8M"}, true, "8M");
+	auto p = replicated_pool::create(s.path(), s.options());
+	scribble(p, 51, 10);
+	try {
+		replicated_pool::open(s.path(), s.options());
+		FAIL("a second open of an open replicated pool succeeded");
+	} catch (const rpmem::error &e) {
+		INFO(e.what());
+		CHECK(e.errnum() == EBUSY);
+		CHECK(e.message().find("master.part0 is in use (pid " + std::to_string(getpid()) +
+		                       ")") != std::string::npos);
+	}
+	auto expect = master_data(p);
+	p.close();
+	// Closed, it opens again, unchanged by the refused attempt.
+	auto q = replicated_pool::open(s.path(), s.options());
+	CHECK(master_data(q) == expect);
+	q.close();
+	require_equal(expect, s.local_data(expect.size() + K4), "local replica");
+}
+
 TEST_CASE("replicated_pool: a replica's rpmemd killed mid-stream", "[replication][fault]")
 {
 	sshd server;

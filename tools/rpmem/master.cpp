@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "master.hpp"
 
+#include "pmdk/part_file.hpp"
+
 #include "tool.hpp"
 
 #include <fmt/format.h>
@@ -17,12 +19,12 @@ namespace rpmem::tool
 
 void lock_or_throw(int fd, const std::string &path, const char *what_holds_it)
 {
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-		return;
-	if (errno == EWOULDBLOCK)
-		throw failure(fmt::format("{} is in use ({} has it open): close it first", path,
-		                          what_holds_it));
-	throw failure(fmt::format("cannot lock {}: {}", path, std::strerror(errno)));
+	const int e = pmdk::try_lock(fd);
+	if (e == EWOULDBLOCK)
+		throw failure(fmt::format("{} is in use by {}{}: close it first", path,
+		                          what_holds_it, pmdk::lock_holder(fd)));
+	if (e != 0)
+		throw failure(fmt::format("cannot lock {}: {}", path, std::strerror(e)));
 }
 
 master::master(const poolset::poolset &ps)
