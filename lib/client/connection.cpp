@@ -179,8 +179,10 @@ void connection::on_error(const fab::cq_error &e)
 		lanes_[ctx->index]->outstanding.fetch_sub(1);
 		return;
 	}
-	// A lost unsignalled write: nothing waits for it, and nothing after it can be trusted.
-	health_.fail(err, e.text);
+	// Anything else (a receive for rpmemd's responses, a lost unsignalled write): nothing
+	// after it can be trusted, so the connection is lost, whatever the provider called the
+	// error (sockets reports a peer's death on a posted receive as EIO): ECONNRESET.
+	health_.fail(ECONNRESET, e.text);
 }
 
 /** Reaps completions once (block: wait up to a bounded time). Caller holds cq_mutex_. */
