@@ -9,11 +9,11 @@
 
 #include "rpmem/replicated_pool.hpp"
 
+#include "async/pipeline.hpp"
 #include "client/remote_pool.hpp"
 #include "pmdk/pool_header.hpp"
 #include "poolset/poolset.hpp"
 #include "replication/local_map.hpp"
-#include "replication/staging_ring.hpp"
 
 #include <fmt/format.h>
 
@@ -42,7 +42,7 @@ using pmdk::generate_uuid;
 using pmdk::uuid;
 using pmdk::uuid_string;
 
-using clock_type = std::chrono::steady_clock;
+using async::clock_type;
 
 /** Lanes asked of every remote replica: each thread persists on a lane of its own (while there
  * are no more threads than lanes), so the fan-outs of different threads proceed at once. */

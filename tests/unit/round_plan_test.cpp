@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// How asynchronous replication cuts its queue into rounds (lib/replication/round_plan.hpp):
+// How asynchronous replication cuts its queue into rounds (lib/async/round_plan.hpp):
 // the request's capacity, the range limit, and the prefix rule — no RDMA write after inline
 // bytes in one round (breaking it let a killed writer leave a replica with a later persist and
 // an earlier one missing).
-#include "replication/round_plan.hpp"
+#include "async/round_plan.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <vector>
 
-using rpmem::replication::round_end;
+using rpmem::async::round_end;
 
 namespace
 {

@@ -1,4 +1,4 @@
-# replicated_pool's staging ring (lib/replication/staging_ring.hpp): pure, header-only.
+# Asynchronous replication's staging ring (lib/async/staging_ring.hpp): pure, header-only.
 rpmem_add_catch_test(unit_staging_ring
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/staging_ring_test.cpp
   LIBS fmt::fmt

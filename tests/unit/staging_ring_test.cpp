@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// replicated_pool's staging ring (lib/replication/staging_ring.hpp): FIFO allocation, what a
+// replicated_pool's staging ring (lib/async/staging_ring.hpp): FIFO allocation, what a
 // wrap charges, when it is full, and that freeing the oldest makes room again.
-#include "replication/staging_ring.hpp"
+#include "async/staging_ring.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -9,7 +9,7 @@
 #include <deque>
 #include <random>
 
-using rpmem::replication::staging_ring;
+using rpmem::async::staging_ring;
 
 TEST_CASE("staging ring: capacity in whole pages, chunks of a quarter", "[unit][staging]")
 {

@@ -9,7 +9,7 @@
 #include <iterator>
 #include <vector>
 
-namespace rpmem::replication
+namespace rpmem::async
 {
 
 /**
@@ -57,4 +57,4 @@ std::size_t round_end(const LanesPtrs &replicas, std::size_t n, std::size_t from
 	return to;
 }
 
-} // namespace rpmem::replication
+} // namespace rpmem::async

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The staging ring of replicated_pool's asynchronous mode (see the class comment).
+// The staging ring of asynchronous replication (see the class comment).
 #pragma once
 
 #include "rpmem/error.hpp"
@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-namespace rpmem::replication
+namespace rpmem::async
 {
 
 /**
@@ -42,11 +42,13 @@ public:
 		void *p = ::mmap(nullptr, cap_, PROT_READ | PROT_WRITE,
 		                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 		if (p == MAP_FAILED)
-			throw rpmem::error(errno,
-			                   fmt::format("replicated_pool: cannot map {} bytes "
-			                               "for asynchronous replication: lower "
-			                               "options::max_lag_bytes",
-			                               cap_));
+			throw rpmem::error(
+			    errno,
+			    fmt::format(
+			        "cannot map {} bytes "
+			        "for asynchronous replication: lower "
+			        "the lag bound (options::max_lag_bytes, RPMEM_ASYNC_MAX_LAG_BYTES)",
+			        cap_));
 		buf_ = static_cast<std::byte *>(p);
 	}
 	std::byte *base() const { return buf_; }
@@ -92,4 +94,4 @@ private:
 	std::size_t used_ = 0;
 };
 
-} // namespace rpmem::replication
+} // namespace rpmem::async

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Asynchronous replication's engine (see pipeline.hpp).
+#include "async/pipeline.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace rpmem::async
+{
+
+namespace
+{
+
+/** Snapshots the replicator takes at most per batch. */
+constexpr std::size_t max_batch = 4096;
+
+} // namespace
+
+pipeline::pipeline(const bounds &b, sink &out) : bounds_(b), out_(out)
+{
+	// Room for max_lag_bytes of snapshots, and for a few chunks when the bound is tiny.
+	staging_.init(std::max<std::size_t>(b.max_lag_bytes, 4u << 20));
+	replicator_ = std::thread([this] { replicate_loop(); });
+}
+
+pipeline::~pipeline()
+{
+	stop();
+}
+
+void pipeline::stop()
+{
+	if (!replicator_.joinable())
+		return;
+	{
+		std::lock_guard g(q_mu_);
+		stop_ = true;
+	}
+	work_cv_.notify_all();
+	replicator_.join();
+}
+
+void pipeline::rethrow_error()
+{
+	if (error_ && bounds_.fail_on_error)
+		std::rethrow_exception(error_);
+}
+
+void pipeline::persist(range r, const std::byte *bytes)
+{
+	std::unique_lock lk(q_mu_);
+	enqueue(r, bytes, lk);
+	wait_for_lag(lk);
+}
+
+void pipeline::snapshot(range r, const std::byte *bytes)
+{
+	std::unique_lock lk(q_mu_);
+	enqueue(r, bytes, lk);
+}
+
+void pipeline::wait_for_lag()
+{
+	std::unique_lock lk(q_mu_);
+	wait_for_lag(lk);
+}
+
+void pipeline::enqueue(range r, const std::byte *bytes, std::unique_lock<std::mutex> &lk)
+{
+	rethrow_error();
+	const std::size_t chunk = staging_.max_chunk();
+	for (std::size_t done = 0; done < r.length; done += chunk)
+		enqueue_chunk({r.offset + done, std::min(chunk, r.length - done)}, bytes + done,
+		              lk);
+}
+
+/** Bounded lag: waits while too many bytes, or too old ones, are not replicated yet. */
+void pipeline::wait_for_lag(std::unique_lock<std::mutex> &lk)
+{
+	rethrow_error();
+	const auto start = clock_type::now();
+	auto now = start;
+	while (!error_ && !queue_.empty() &&
+	       (lag_bytes_ > bounds_.max_lag_bytes ||
+	        now - queue_.front().when > bounds_.max_lag_time)) {
+		done_cv_.wait_for(lk, std::chrono::milliseconds(10));
+		now = clock_type::now();
+	}
+	done_.max_wait = std::max(done_.max_wait, now - start);
+	rethrow_error();
+}
+
+void pipeline::enqueue_chunk(range r, const std::byte *bytes, std::unique_lock<std::mutex> &lk)
+{
+	std::size_t pos = 0, charge = 0;
+	while (!staging_.alloc(r.length, &pos, &charge)) {
+		// Full: the replicator frees the oldest snapshots as the replicas take them.
+		work_cv_.notify_one();
+		done_cv_.wait(lk);
+		rethrow_error();
+	}
+	// The caller just persisted the range and does not write it until persist returns.
+	std::memcpy(staging_.base() + pos, bytes, r.length);
+	queue_.push_back({r, clock_type::now(), pos, charge});
+	++done_.enqueued;
+	lag_bytes_ += r.length;
+	done_.max_lag_bytes = std::max(done_.max_lag_bytes, lag_bytes_);
+	if (queue_.size() == 1 || in_flight_ == 0)
+		work_cv_.notify_one();
+}
+
+void pipeline::replicate_loop()
+{
+	std::vector<piece> batch;
+	while (std::size_t n = take_batch(batch)) {
+		auto err = send_batch(batch);
+		out_.after_batch();
+		retire(n, err);
+	}
+}
+
+std::size_t pipeline::take_batch(std::vector<piece> &batch)
+{
+	std::unique_lock lk(q_mu_);
+	work_cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+	if (queue_.empty())
+		return 0; // stop, and nothing left
+	// At most max_batch: the lock is held while the batch is built and retired, and the
+	// application's persists wait for it.
+	const std::size_t n = std::min(queue_.size(), max_batch);
+	in_flight_ = n;
+	batch.clear();
+	// In persist order (a replica holds a prefix of the persists); a range continuing the
+	// previous one, in the pool and in the ring, joins it.
+	for (std::size_t i = 0; i < n; ++i) {
+		const auto &e = queue_[i];
+		const std::byte *src = staging_.base() + e.stage;
+		if (!batch.empty()) {
+			auto &b = batch.back();
+			if (b.r.offset + b.r.length == e.r.offset && b.src + b.r.length == src) {
+				b.r.length += e.r.length;
+				continue;
+			}
+		}
+		batch.push_back({e.r, src});
+	}
+	return n;
+}
+
+std::exception_ptr pipeline::send_batch(const std::vector<piece> &batch)
+{
+	try {
+		out_.send(batch, staging_);
+		return nullptr;
+	} catch (...) {
+		return std::current_exception();
+	}
+}
+
+void pipeline::retire(std::size_t n, std::exception_ptr err)
+{
+	{
+		std::lock_guard lk(q_mu_);
+		for (std::size_t i = 0; i < n; ++i) {
+			lag_bytes_ -= queue_.front().r.length;
+			staging_.release(queue_.front().charge);
+			queue_.pop_front();
+		}
+		in_flight_ = 0;
+		done_.replicated += n;
+		++done_.batches;
+		if (err && !error_)
+			error_ = err;
+	}
+	done_cv_.notify_all();
+}
+
+void pipeline::barrier()
+{
+	std::unique_lock lk(q_mu_);
+	const std::uint64_t target = done_.enqueued;
+	work_cv_.notify_one();
+	done_cv_.wait(lk, [&] { return done_.replicated >= target || !replicator_.joinable(); });
+	rethrow_error();
+}
+
+void pipeline::finish()
+{
+	std::exception_ptr err;
+	try {
+		barrier();
+	} catch (...) {
+		err = std::current_exception();
+	}
+	stop();
+	if (err)
+		std::rethrow_exception(err);
+}
+
+void pipeline::clear_error()
+{
+	std::lock_guard q(q_mu_);
+	error_ = nullptr;
+}
+
+std::exception_ptr pipeline::error() const
+{
+	std::lock_guard q(q_mu_);
+	return error_;
+}
+
+progress pipeline::status() const
+{
+	std::lock_guard g(q_mu_);
+	progress p = done_;
+	p.lag_bytes = lag_bytes_;
+	p.lag_ranges = queue_.size();
+	if (!queue_.empty())
+		p.oldest = clock_type::now() - queue_.front().when;
+	return p;
+}
+
+} // namespace rpmem::async

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Asynchronous replication's engine, shared by replicated_pool's asynchronous mode and by
+// librpmem's (RPMEM_REPLICATION=async): persisted ranges are snapshotted into a staging ring
+// and queued in one global order; one thread sends the queue to a sink in that order, in
+// batches; barrier() and a lag bound wait for it.
+#pragma once
+
+#include "async/staging_ring.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace rpmem::async
+{
+
+using clock_type = std::chrono::steady_clock;
+
+struct range {
+	std::size_t offset;
+	std::size_t length;
+};
+
+/** A snapshot on its way to the replicas: the pool range and where its bytes are. Consecutive
+ *  snapshots of consecutive pool ranges are joined into one piece. */
+struct piece {
+	range r;
+	const std::byte *src;
+};
+
+/** Where the replicator sends batches. Called on the replicator's thread only. */
+class sink
+{
+public:
+	virtual ~sink() = default;
+	/** Makes the batch durable on the replicas, in order: at every instant a replica holds
+	 *  a prefix of it (round_plan.hpp). Throws what failed. `ring` holds every src. */
+	virtual void send(const std::vector<piece> &batch, const staging_ring &ring) = 0;
+	/** After each batch, failed or not, outside the pipeline's lock. */
+	virtual void after_batch() {}
+};
+
+struct bounds {
+	/** persist() waits while more than this many bytes are not replicated yet; the staging
+	 *  ring takes this much memory (at least 4 MiB). */
+	std::size_t max_lag_bytes = 64u << 20;
+	/** ... or while the oldest unreplicated persist is older than this. */
+	std::chrono::milliseconds max_lag_time{1000};
+	/** A failed batch is thrown by every later call (true) or only kept for error(). */
+	bool fail_on_error = true;
+};
+
+/** How far the replicas are behind the persists, and what has been done. */
+struct progress {
+	std::size_t lag_bytes = 0;       // persisted, not on the replicas yet
+	std::size_t lag_ranges = 0;      // the same, in snapshots
+	clock_type::duration oldest{};   // age of the oldest of them
+	std::uint64_t enqueued = 0;      // snapshots ever queued (their sequence numbers)
+	std::uint64_t replicated = 0;    // snapshots on the replicas: a prefix of enqueued
+	std::uint64_t batches = 0;       // batches sent
+	std::size_t max_lag_bytes = 0;   // the largest lag_bytes seen
+	clock_type::duration max_wait{}; // the longest a persist waited for the lag bound
+};
+
+class pipeline
+{
+public:
+	pipeline(const bounds &b, sink &out);
+	~pipeline(); // stops the replicator; whatever is queued is dropped
+	pipeline(const pipeline &) = delete;
+	pipeline &operator=(const pipeline &) = delete;
+
+	/** Snapshots r, whose bytes are at `bytes` (the pool's memory), in chunks if it is large,
+	 *  and queues it; then waits while the lag is over its bounds. The caller does not write
+	 *  the range until this returns. */
+	void persist(range r, const std::byte *bytes);
+	/** persist() without the wait for the lag bound (wait_for_lag() does it). */
+	void snapshot(range r, const std::byte *bytes);
+	/** Waits while the lag is over its bounds. */
+	void wait_for_lag();
+	/** Waits until everything queued before the call is on the replicas; throws a failure. */
+	void barrier();
+	/** barrier(), then stops the replicator. Throws the barrier's failure. */
+	void finish();
+	/** Forgets a kept failure (the replicas are back). */
+	void clear_error();
+	/** The kept failure, or nullptr. */
+	std::exception_ptr error() const;
+	progress status() const;
+	const staging_ring &ring() const { return staging_; }
+
+private:
+	/** An entry persisted locally, not yet on the replicas. */
+	struct entry {
+		range r;
+		clock_type::time_point when;
+		std::size_t stage;  // where its snapshot is in staging_
+		std::size_t charge; // ring bytes it holds
+	};
+
+	void stop();
+	void rethrow_error();
+	void enqueue(range r, const std::byte *bytes, std::unique_lock<std::mutex> &lk);
+	void enqueue_chunk(range r, const std::byte *bytes, std::unique_lock<std::mutex> &lk);
+	void wait_for_lag(std::unique_lock<std::mutex> &lk);
+	void replicate_loop();
+	/** The replicator's three steps: waits for queued snapshots and joins them into `batch`
+	 *  (0: stopped); sends them; frees the first n. */
+	std::size_t take_batch(std::vector<piece> &batch);
+	std::exception_ptr send_batch(const std::vector<piece> &batch);
+	void retire(std::size_t n, std::exception_ptr err);
+
+	bounds bounds_;
+	sink &out_;
+	staging_ring staging_;
+	mutable std::mutex q_mu_;
+	std::condition_variable work_cv_; // the replicator has something to do
+	std::condition_variable done_cv_; // the replicator finished a batch
+	std::deque<entry> queue_;         // [0, in_flight_) are being replicated
+	std::size_t in_flight_ = 0;
+	std::size_t lag_bytes_ = 0;
+	progress done_; // enqueued, replicated, batches, maxima
+	std::exception_ptr error_;
+	bool stop_ = false;
+	std::thread replicator_;
+};
+
+} // namespace rpmem::async
