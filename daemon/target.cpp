@@ -37,6 +37,19 @@ namespace
 
 // Payload bytes of one lane request: a 4 KiB persist inline plus room for a few more entries.
 inline constexpr std::uint32_t default_inline_max = 4096 + 256;
+// A session of few lanes gets larger requests, within the same receive memory as 16 lanes of
+// the default: an asynchronous writer (one lane) sends a round of small persists as one
+// request, so a round trip carries up to 64 KiB of them instead of 4 KiB.
+inline constexpr std::uint32_t large_inline_max = (64u << 10) + 256;
+inline constexpr std::uint32_t inline_budget_lanes = 16;
+
+std::uint32_t inline_max_for(std::uint32_t nlanes)
+{
+	const std::uint64_t share =
+	    std::uint64_t(default_inline_max) * inline_budget_lanes / nlanes;
+	return static_cast<std::uint32_t>(
+	    std::clamp<std::uint64_t>(share, default_inline_max, large_inline_max));
+}
 inline constexpr auto accept_timeout = 30s;
 
 std::vector<std::string> split_list(const std::string &s)
@@ -126,7 +139,7 @@ void fabric_target::listen(const target_params &p)
 		                                        g.provider, rpmem::lane::response_size,
 		                                        g.inject_size));
 	inline_max_ = std::min<std::uint32_t>(
-	    default_inline_max,
+	    inline_max_for(nlanes_),
 	    static_cast<std::uint32_t>(std::min<std::size_t>(
 	        g.max_msg_size - rpmem::lane::request_header_size, UINT32_MAX)));
 	slot_size_ = rpmem::lane::request_header_size + inline_max_;
