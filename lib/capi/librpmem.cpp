@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The C ABI of librpmem.so.1: a thin shim over rpmem::client::remote_pool. No exception crosses
-// it; every failure sets errno and the calling thread's rpmem_errormsg(). No logic of its own
-// beyond PMDK's argument conventions.
+// The C ABI of librpmem.so.1: a thin shim over rpmem::client::remote_pool, or, with
+// RPMEM_REPLICATION=async, over rpmem::async::remote_writer. No exception crosses it; every
+// failure sets errno and the calling thread's rpmem_errormsg(). No logic of its own beyond
+// PMDK's argument conventions and the choice of the mode.
 #include "rpmem/librpmem.h"
 
+#include "async/remote_writer.hpp"
+#include "client/env.hpp"
 #include "client/log.hpp"
 #include "client/remote_pool.hpp"
 #include "rpmem/error.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -16,8 +22,10 @@
 static_assert(sizeof(rpmem_pool_attr) == rpmem::control::pool_attr_size);
 static_assert(offsetof(rpmem_pool_attr, user_flags) == 88);
 
+/** One of the two: the remote pool written synchronously, or its asynchronous writer. */
 struct rpmem_pool {
 	std::unique_ptr<rpmem::client::remote_pool> pool;
+	std::unique_ptr<rpmem::async::remote_writer> async;
 };
 
 namespace
@@ -87,6 +95,79 @@ void from_attr(const ctl::pool_attr &r, rpmem_pool_attr &a)
 	std::memcpy(a.user_flags, r.user_flags.data(), 16);
 }
 
+/** A replica whose writer replicated asynchronously and did not close it cleanly may lack the
+ *  master's last persists: it is not opened (in either mode) until resynced or promoted. */
+void refuse_if_behind(const ctl::pool_attr &a, const char *target, const char *descriptor)
+{
+	if (rpmem::async::is_marked_behind(a))
+		throw rpmem::error(
+		    ESTALE,
+		    fmt::format("the replica {} on {} may be behind its master: it was written "
+		                "asynchronously (RPMEM_REPLICATION=async) and its writer did not "
+		                "close it cleanly, so it can lack the last persists (its pool "
+		                "header is marked so). Bring it up to date with `rpmem sync "
+		                "POOLSET`, or, if the master is lost, make it the master with "
+		                "`rpmem promote --force`",
+		                descriptor, target));
+}
+
+/** RPMEM_REPLICATION=async: one connected lane behind as many virtual lanes as asked for;
+ *  a replica with headers is marked "possibly behind" until a clean close. */
+void start_async(bool create, const char *target, const char *descriptor, void *addr, size_t size,
+                 unsigned *nlanes, const rpmem_pool_attr *in, rpmem_pool_attr *out,
+                 rpmem_pool &handle)
+{
+	const auto &s = rpmem::client::process_settings();
+	unsigned one = 1;
+	ctl::pool_attr attr;
+	std::unique_ptr<remote_pool> rp;
+	if (create) {
+		if (in)
+			attr = to_attr(*in);
+		const bool headers = in && !attr.is_zero();
+		const auto wire = rpmem::async::marked_behind(attr, headers);
+		rp = remote_pool::create(target, descriptor, addr, size, &one,
+		                         headers ? &wire : nullptr);
+	} else {
+		rp = remote_pool::open(target, descriptor, addr, size, &one, out ? &attr : nullptr);
+		refuse_if_behind(attr, target, descriptor);
+		if (rp->has_headers()) {
+			const auto wire = rpmem::async::marked_behind(attr, true);
+			rp->set_attr(&wire);
+		}
+		if (out)
+			from_attr(attr, *out);
+	}
+	rpmem::async::remote_writer::config c;
+	c.lag.max_lag_bytes = s.async_max_lag_bytes;
+	c.lag.max_lag_time = s.async_max_lag_time;
+	c.keep_going = s.async_keep_going;
+	c.nlanes = std::max(1u, std::min<unsigned>(*nlanes, s.max_nlanes));
+	c.marked = rp->has_headers();
+	handle.async = std::make_unique<rpmem::async::remote_writer>(
+	    std::move(rp), static_cast<const std::byte *>(addr), size, attr, c);
+	*nlanes = c.nlanes;
+}
+
+void start_sync(bool create, const char *target, const char *descriptor, void *addr, size_t size,
+                unsigned *nlanes, const rpmem_pool_attr *in, rpmem_pool_attr *out,
+                rpmem_pool &handle)
+{
+	ctl::pool_attr attr;
+	if (create) {
+		if (in)
+			attr = to_attr(*in);
+		handle.pool = remote_pool::create(target, descriptor, addr, size, nlanes,
+		                                  in ? &attr : nullptr);
+	} else {
+		handle.pool = remote_pool::open(target, descriptor, addr, size, nlanes,
+		                                out ? &attr : nullptr);
+		refuse_if_behind(attr, target, descriptor);
+		if (out)
+			from_attr(attr, *out);
+	}
+}
+
 RPMEMpool *start(bool create, const char *target, const char *pool_set_name, void *pool_addr,
                  size_t pool_size, unsigned *nlanes, const rpmem_pool_attr *in,
                  rpmem_pool_attr *out)
@@ -99,21 +180,20 @@ RPMEMpool *start(bool create, const char *target, const char *pool_set_name, voi
 	RPMEMpool *result = nullptr;
 	guarded([&]() -> int {
 		auto handle = std::make_unique<rpmem_pool>();
-		if (create) {
-			ctl::pool_attr attr;
-			if (in)
-				attr = to_attr(*in);
-			handle->pool = remote_pool::create(target, pool_set_name, pool_addr,
-			                                   pool_size, nlanes, in ? &attr : nullptr);
-		} else {
-			ctl::pool_attr attr;
-			handle->pool = remote_pool::open(target, pool_set_name, pool_addr,
-			                                 pool_size, nlanes, out ? &attr : nullptr);
-			if (out)
-				from_attr(attr, *out);
-		}
-		rpmem::client::log(3, "{} {}:{} size {} lanes {}", what, target, pool_set_name,
-		                   pool_size, *nlanes);
+		const bool async = rpmem::client::process_settings().async;
+		if (async && !nlanes)
+			throw rpmem::error(EINVAL,
+			                   "nlanes is NULL: pass the number of lanes wanted");
+		if (async && *nlanes == 0)
+			throw rpmem::error(EINVAL, "*nlanes is 0: ask for at least one lane");
+		if (async)
+			start_async(create, target, pool_set_name, pool_addr, pool_size, nlanes, in,
+			            out, *handle);
+		else
+			start_sync(create, target, pool_set_name, pool_addr, pool_size, nlanes, in,
+			           out, *handle);
+		rpmem::client::log(3, "{} {}:{} size {} lanes {}{}", what, target, pool_set_name,
+		                   pool_size, *nlanes, async ? ", replicated asynchronously" : "");
 		result = handle.release();
 		return 0;
 	});
@@ -122,10 +202,24 @@ RPMEMpool *start(bool create, const char *target, const char *pool_set_name, voi
 
 bool check_handle(RPMEMpool *rpp)
 {
-	if (rpp && rpp->pool)
+	if (rpp && (rpp->pool || rpp->async))
 		return true;
 	fail(EINVAL, "the pool handle is NULL");
 	return false;
+}
+
+/** f(the pool's remote_pool or remote_writer: they take the same calls), guarded. */
+template <class F> int on_pool(RPMEMpool *rpp, F &&f)
+{
+	if (!check_handle(rpp))
+		return -1;
+	return guarded([&] {
+		if (rpp->async)
+			f(*rpp->async);
+		else
+			f(*rpp->pool);
+		return 0;
+	});
 }
 
 } // namespace
@@ -151,25 +245,17 @@ rpmem_open(const char *target, const char *pool_set_name, void *pool_addr, size_
 __attribute__((visibility("default"))) int rpmem_set_attr(RPMEMpool *rpp,
                                                           const struct rpmem_pool_attr *attr)
 {
-	if (!check_handle(rpp))
-		return -1;
-	return guarded([&] {
-		ctl::pool_attr a;
-		if (attr)
-			a = to_attr(*attr);
-		rpp->pool->set_attr(attr ? &a : nullptr);
-		return 0;
-	});
+	ctl::pool_attr a;
+	if (attr)
+		a = to_attr(*attr);
+	return on_pool(rpp, [&](auto &p) { p.set_attr(attr ? &a : nullptr); });
 }
 
 __attribute__((visibility("default"))) int rpmem_close(RPMEMpool *rpp)
 {
 	if (!rpp)
 		return fail(EINVAL, "the pool handle is NULL");
-	int ret = guarded([&] {
-		rpp->pool->close();
-		return 0;
-	});
+	int ret = on_pool(rpp, [](auto &p) { p.close(); });
 	int saved = errno;
 	delete rpp;
 	errno = saved;
@@ -179,56 +265,31 @@ __attribute__((visibility("default"))) int rpmem_close(RPMEMpool *rpp)
 __attribute__((visibility("default"))) int rpmem_flush(RPMEMpool *rpp, size_t offset, size_t length,
                                                        unsigned lane, unsigned flags)
 {
-	if (!check_handle(rpp))
-		return -1;
-	return guarded([&] {
-		rpp->pool->flush(offset, length, lane, flags);
-		return 0;
-	});
+	return on_pool(rpp, [&](auto &p) { p.flush(offset, length, lane, flags); });
 }
 
 __attribute__((visibility("default"))) int rpmem_drain(RPMEMpool *rpp, unsigned lane,
                                                        unsigned flags)
 {
-	if (!check_handle(rpp))
-		return -1;
-	return guarded([&] {
-		rpp->pool->drain(lane, flags);
-		return 0;
-	});
+	return on_pool(rpp, [&](auto &p) { p.drain(lane, flags); });
 }
 
 __attribute__((visibility("default"))) int
 rpmem_persist(RPMEMpool *rpp, size_t offset, size_t length, unsigned lane, unsigned flags)
 {
-	if (!check_handle(rpp))
-		return -1;
-	return guarded([&] {
-		rpp->pool->persist(offset, length, lane, flags);
-		return 0;
-	});
+	return on_pool(rpp, [&](auto &p) { p.persist(offset, length, lane, flags); });
 }
 
 __attribute__((visibility("default"))) int rpmem_deep_persist(RPMEMpool *rpp, size_t offset,
                                                               size_t length, unsigned lane)
 {
-	if (!check_handle(rpp))
-		return -1;
-	return guarded([&] {
-		rpp->pool->deep_persist(offset, length, lane);
-		return 0;
-	});
+	return on_pool(rpp, [&](auto &p) { p.deep_persist(offset, length, lane); });
 }
 
 __attribute__((visibility("default"))) int rpmem_read(RPMEMpool *rpp, void *buff, size_t offset,
                                                       size_t length, unsigned lane)
 {
-	if (!check_handle(rpp))
-		return -1;
-	return guarded([&] {
-		rpp->pool->read(buff, offset, length, lane);
-		return 0;
-	});
+	return on_pool(rpp, [&](auto &p) { p.read(buff, offset, length, lane); });
 }
 
 __attribute__((visibility("default"))) int rpmem_remove(const char *target, const char *pool_set,

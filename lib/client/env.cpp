@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdlib>
 #include <optional>
+#include <string_view>
 
 namespace rpmem::client
 {
@@ -82,6 +83,30 @@ std::optional<long long> env_number(const char *(*getenv_fn)(const char *), cons
 	return v;
 }
 
+/** RPMEM_REPLICATION and the asynchronous mode's bounds and failure policy. */
+void read_async(const char *(*getenv_fn)(const char *), settings &s)
+{
+	auto word = [&](const char *name, const char *a, const char *b) -> std::optional<bool> {
+		const char *v = getenv_fn(name);
+		if (!v || !*v)
+			return std::nullopt;
+		if (std::string_view(v) == a || std::string_view(v) == b)
+			return std::string_view(v) == b;
+		throw rpmem::error(
+		    EINVAL, fmt::format("{}='{}' is not {} or {}: fix or unset it", name, v, a, b));
+	};
+	if (auto v = word("RPMEM_REPLICATION", "sync", "async"))
+		s.async = *v;
+	if (auto v = word("RPMEM_ASYNC_ON_FAILURE", "fail", "continue"))
+		s.async_keep_going = *v;
+	if (auto v =
+	        env_number(getenv_fn, "RPMEM_ASYNC_MAX_LAG_BYTES", 1, "a positive number of bytes"))
+		s.async_max_lag_bytes = static_cast<std::size_t>(*v);
+	if (auto v = env_number(getenv_fn, "RPMEM_ASYNC_MAX_LAG_MS", 1,
+	                        "a positive number of milliseconds"))
+		s.async_max_lag_time = std::chrono::milliseconds(*v);
+}
+
 } // namespace
 
 settings read_settings(const char *(*getenv_fn)(const char *))
@@ -126,6 +151,7 @@ settings read_settings(const char *(*getenv_fn)(const char *))
 	if (auto v = number("RPMEM_PIPELINE_CHUNK", 0, "a number of bytes (0: off)"))
 		s.pipeline_chunk = static_cast<std::uint64_t>(*v);
 	s.providers = provider_preference(getenv_fn);
+	read_async(getenv_fn, s);
 	return s;
 }
 

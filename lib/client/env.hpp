@@ -35,6 +35,15 @@ struct settings {
 	// 512 KiB: a 1 MiB persist as two halves was faster than as four quarters or one piece
 	// on tcp and sockets alike (docs/performance.md).
 	std::uint64_t pipeline_chunk = 512u << 10;
+	// RPMEM_REPLICATION=async: librpmem's persists return once snapshotted, and a thread
+	// replicates them in order (lib/async/remote_writer.hpp); sync (the default): each call
+	// returns when the bytes are durable on the replica.
+	bool async = false;
+	std::size_t async_max_lag_bytes = 64u << 20;        // RPMEM_ASYNC_MAX_LAG_BYTES
+	std::chrono::milliseconds async_max_lag_time{1000}; // RPMEM_ASYNC_MAX_LAG_MS
+	// RPMEM_ASYNC_ON_FAILURE=continue: a lost replica is logged and left behind (close fails);
+	// fail (the default): every call after the loss fails.
+	bool async_keep_going = false;
 };
 
 /** The process's settings, read from the environment on first use (throws as read_settings,

@@ -17,3 +17,13 @@ rpmem_add_catch_test(integration_capi
   LIBS rpmem rpmem_client rpmem_test_sshd
   LABELS integration)
 target_include_directories(integration_capi PRIVATE ${PROJECT_SOURCE_DIR}/include/rpmem)
+# librpmem's asynchronous mode (RPMEM_REPLICATION=async): the C calls, and stock libpmemobj
+# (tests/support/pmemobj_seq.c) killed at random moments, its replicas promoted and checked.
+rpmem_add_catch_test(integration_async_capi
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/async_capi_test.cpp
+  LIBS rpmem rpmem_client rpmem_test_sshd rpmem_test_fault
+  LABELS integration)
+target_include_directories(integration_async_capi PRIVATE ${PROJECT_SOURCE_DIR}/include/rpmem)
+add_executable(rpmem_pmemobj_seq ${PROJECT_SOURCE_DIR}/tests/support/pmemobj_seq.c)
+target_link_libraries(rpmem_pmemobj_seq PRIVATE PkgConfig::PMEMOBJ)
+add_dependencies(integration_async_capi rpmem rpmemd rpmem-tool rpmem_pmemobj_seq)

@@ -61,6 +61,12 @@ TEST_CASE("a bad RPMEM_* number is refused, naming the variable", "[client][env]
 	    {"RPMEM_SPIN", "yes"},
 	    {"RPMEM_MR_MODE", "BASIC"},
 	    {"RPMEM_MR_MODE", "virt"},
+	    {"RPMEM_REPLICATION", "asynchronous"},
+	    {"RPMEM_REPLICATION", "1"},
+	    {"RPMEM_ASYNC_ON_FAILURE", "degrade"},
+	    {"RPMEM_ASYNC_MAX_LAG_BYTES", "0"},
+	    {"RPMEM_ASYNC_MAX_LAG_BYTES", "64M"},
+	    {"RPMEM_ASYNC_MAX_LAG_MS", "-1"},
 	}));
 	INFO(name << "=" << value);
 	vars = {{name, value}};
@@ -109,4 +115,28 @@ TEST_CASE("rpmem::describe adds the system's reason once", "[error]")
 	rpmem::error other(EACCES, "cannot open /x: No such file or directory");
 	CHECK(rpmem::describe(other) ==
 	      "cannot open /x: No such file or directory: Permission denied");
+}
+
+TEST_CASE("RPMEM_REPLICATION picks librpmem's mode, the RPMEM_ASYNC_* variables its bounds",
+          "[client][env]")
+{
+	vars = {};
+	auto s = read_settings(fake_getenv);
+	CHECK_FALSE(s.async);
+	CHECK_FALSE(s.async_keep_going);
+	CHECK(s.async_max_lag_bytes == 64u << 20);
+	CHECK(s.async_max_lag_time == std::chrono::milliseconds(1000));
+	vars = {{"RPMEM_REPLICATION", "async"},
+	        {"RPMEM_ASYNC_ON_FAILURE", "continue"},
+	        {"RPMEM_ASYNC_MAX_LAG_BYTES", "1048576"},
+	        {"RPMEM_ASYNC_MAX_LAG_MS", "50"}};
+	s = read_settings(fake_getenv);
+	CHECK(s.async);
+	CHECK(s.async_keep_going);
+	CHECK(s.async_max_lag_bytes == 1048576);
+	CHECK(s.async_max_lag_time == std::chrono::milliseconds(50));
+	vars = {{"RPMEM_REPLICATION", "sync"}, {"RPMEM_ASYNC_ON_FAILURE", "fail"}};
+	s = read_settings(fake_getenv);
+	CHECK_FALSE(s.async);
+	CHECK_FALSE(s.async_keep_going);
 }
