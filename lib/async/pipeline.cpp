@@ -13,10 +13,12 @@ namespace
 
 /** Snapshots the replicator takes at most per batch. */
 constexpr std::size_t max_batch = 4096;
+/** Snapshots queued at most: a persist waits for room beyond it, as for the staging ring. */
+constexpr std::size_t max_queued = 65536;
 
 } // namespace
 
-pipeline::pipeline(const bounds &b, sink &out) : bounds_(b), out_(out)
+pipeline::pipeline(const bounds &b, sink &out) : bounds_(b), out_(out), queue_(max_queued)
 {
 	// Room for max_lag_bytes of snapshots, and for a few chunks when the bound is tiny.
 	staging_.init(std::max<std::size_t>(b.max_lag_bytes, 4u << 20));
@@ -93,7 +95,7 @@ void pipeline::wait_for_lag(std::unique_lock<std::mutex> &lk)
 void pipeline::enqueue_chunk(range r, const std::byte *bytes, std::unique_lock<std::mutex> &lk)
 {
 	std::size_t pos = 0, charge = 0;
-	while (!staging_.alloc(r.length, &pos, &charge)) {
+	while (queue_.full() || !staging_.alloc(r.length, &pos, &charge)) {
 		// Full: the replicator frees the oldest snapshots as the replicas take them.
 		work_cv_.notify_one();
 		done_cv_.wait(lk);
@@ -101,7 +103,7 @@ void pipeline::enqueue_chunk(range r, const std::byte *bytes, std::unique_lock<s
 	}
 	// The caller just persisted the range and does not write it until persist returns.
 	std::memcpy(staging_.base() + pos, bytes, r.length);
-	queue_.push_back({r, clock_type::now(), pos, charge});
+	queue_.push({r, clock_type::now(), pos, charge});
 	++done_.enqueued;
 	lag_bytes_ += r.length;
 	done_.max_lag_bytes = std::max(done_.max_lag_bytes, lag_bytes_);
@@ -112,28 +114,32 @@ void pipeline::enqueue_chunk(range r, const std::byte *bytes, std::unique_lock<s
 void pipeline::replicate_loop()
 {
 	std::vector<piece> batch;
-	while (std::size_t n = take_batch(batch)) {
+	for (taken t = take_batch(batch); t.n; t = take_batch(batch)) {
 		auto err = send_batch(batch);
 		out_.after_batch();
-		retire(n, err);
+		retire(t, err);
 	}
 }
 
-std::size_t pipeline::take_batch(std::vector<piece> &batch)
+pipeline::taken pipeline::take_batch(std::vector<piece> &batch)
 {
-	std::unique_lock lk(q_mu_);
-	work_cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
-	if (queue_.empty())
-		return 0; // stop, and nothing left
-	// At most max_batch: the lock is held while the batch is built and retired, and the
-	// application's persists wait for it.
-	const std::size_t n = std::min(queue_.size(), max_batch);
-	in_flight_ = n;
+	taken t;
+	{
+		std::unique_lock lk(q_mu_);
+		work_cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+		if (queue_.empty())
+			return t; // stop, and nothing left
+		// At most max_batch: a batch is sent, and its ring space freed, as a whole.
+		t.n = std::min(queue_.size(), max_batch);
+		in_flight_ = t.n;
+	}
 	batch.clear();
 	// In persist order (a replica holds a prefix of the persists); a range continuing the
 	// previous one, in the pool and in the ring, joins it.
-	for (std::size_t i = 0; i < n; ++i) {
-		const auto &e = queue_[i];
+	for (std::size_t i = 0; i < t.n; ++i) {
+		const auto &e = queue_.at(i);
+		t.bytes += e.r.length;
+		t.charge += e.charge;
 		const std::byte *src = staging_.base() + e.stage;
 		if (!batch.empty()) {
 			auto &b = batch.back();
@@ -144,7 +150,7 @@ std::size_t pipeline::take_batch(std::vector<piece> &batch)
 		}
 		batch.push_back({e.r, src});
 	}
-	return n;
+	return t;
 }
 
 std::exception_ptr pipeline::send_batch(const std::vector<piece> &batch)
@@ -157,17 +163,15 @@ std::exception_ptr pipeline::send_batch(const std::vector<piece> &batch)
 	}
 }
 
-void pipeline::retire(std::size_t n, std::exception_ptr err)
+void pipeline::retire(const taken &t, std::exception_ptr err)
 {
 	{
 		std::lock_guard lk(q_mu_);
-		for (std::size_t i = 0; i < n; ++i) {
-			lag_bytes_ -= queue_.front().r.length;
-			staging_.release(queue_.front().charge);
-			queue_.pop_front();
-		}
+		queue_.pop(t.n);
+		lag_bytes_ -= t.bytes;
+		staging_.release(t.charge);
 		in_flight_ = 0;
-		done_.replicated += n;
+		done_.replicated += t.n;
 		++done_.batches;
 		if (err && !error_)
 			error_ = err;

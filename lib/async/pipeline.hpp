@@ -11,7 +11,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -110,11 +109,19 @@ private:
 	void enqueue_chunk(range r, const std::byte *bytes, std::unique_lock<std::mutex> &lk);
 	void wait_for_lag(std::unique_lock<std::mutex> &lk);
 	void replicate_loop();
+	/** What a batch took from the queue: its oldest n entries, their bytes and ring space. */
+	struct taken {
+		std::size_t n = 0;
+		std::size_t bytes = 0;
+		std::size_t charge = 0;
+	};
 	/** The replicator's three steps: waits for queued snapshots and joins them into `batch`
-	 *  (0: stopped); sends them; frees the first n. */
-	std::size_t take_batch(std::vector<piece> &batch);
+	 *  (n == 0: stopped); sends them; frees them. Only the waiting and the freeing hold the
+	 *  lock, for a constant time: the persists that queue meanwhile do not wait for a batch
+	 *  to be built. */
+	taken take_batch(std::vector<piece> &batch);
 	std::exception_ptr send_batch(const std::vector<piece> &batch);
-	void retire(std::size_t n, std::exception_ptr err);
+	void retire(const taken &t, std::exception_ptr err);
 
 	bounds bounds_;
 	sink &out_;
@@ -122,8 +129,38 @@ private:
 	mutable std::mutex q_mu_;
 	std::condition_variable work_cv_; // the replicator has something to do
 	std::condition_variable done_cv_; // the replicator finished a batch
-	std::deque<entry> queue_;         // [0, in_flight_) are being replicated
-	std::size_t in_flight_ = 0;
+	/** The queue: a fixed ring of entries, oldest first. The replicator reads the entries it
+	 *  took without the lock: producers only write past them (at head + size), and only the
+	 *  replicator moves head. */
+	class entry_ring
+	{
+	public:
+		explicit entry_ring(std::size_t capacity) : slots_(capacity) {}
+		bool empty() const { return size_ == 0; }
+		bool full() const { return size_ == slots_.size(); }
+		std::size_t size() const { return size_; }
+		const entry &front() const { return slots_[head_]; }
+		/** The i-th oldest; i below the size when the caller last held the lock. */
+		const entry &at(std::size_t i) const { return slots_[(head_ + i) % slots_.size()]; }
+		void push(const entry &e)
+		{
+			slots_[(head_ + size_) % slots_.size()] = e;
+			++size_;
+		}
+		void pop(std::size_t n)
+		{
+			head_ = (head_ + n) % slots_.size();
+			size_ -= n;
+		}
+
+	private:
+		std::vector<entry> slots_;
+		std::size_t head_ = 0;
+		std::size_t size_ = 0;
+	};
+
+	entry_ring queue_;
+	std::size_t in_flight_ = 0; // the oldest in_flight_ entries are being replicated
 	std::size_t lag_bytes_ = 0;
 	progress done_; // enqueued, replicated, batches, maxima
 	std::exception_ptr error_;
