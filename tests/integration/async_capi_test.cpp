@@ -304,8 +304,9 @@ public:
 		    std::vector<std::string>{
 		        asan, "LD_LIBRARY_PATH=" RPMEM_BINARY_DIR "/lib", "PMEM_IS_PMEM_FORCE=1",
 		        fmt::format("RPMEM_ASYNC_MAX_LAG_MS={}", max_lag.count()),
-		        "RPMEM_ASYNC_MAX_LAG_BYTES=4194304",
-		        "RPMEM_ASYNC_ON_FAILURE=" + on_failure},
+		        "RPMEM_ASYNC_MAX_LAG_BYTES=4194304", "RPMEM_ASYNC_ON_FAILURE=" + on_failure,
+		        // libpmemobj says only "creating remote replica #1 failed": ours says why.
+		        "RPMEM_LOG_LEVEL=1"},
 		    (local_ / "writer.err").string());
 		auto line = w->read_line(std::chrono::seconds(60));
 		INFO("the writer printed " << line.value_or("nothing") << "; its stderr:\n"
@@ -315,6 +316,17 @@ public:
 	}
 
 	std::string writer_errors() const { return slurp(local_ / "writer.err"); }
+
+	/** Waits until the writer committed `n` transactions (a bound, not a timing check). */
+	void wait_committed(std::uint64_t n, child &w)
+	{
+		const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+		while (state().committed < n && std::chrono::steady_clock::now() < give_up &&
+		       !w.wait(std::chrono::milliseconds(0)))
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+		INFO("the writer's stderr:\n" << writer_errors());
+		REQUIRE(state().committed >= n);
+	}
 
 	seq_state state() const
 	{
@@ -381,11 +393,14 @@ TEST_CASE("async capi: stock libpmemobj killed at random moments: each replica i
           "[capi][async][pmemobj][fault]")
 {
 	seq_setup s;
-	int kills = 0, behind = 0, with_transactions = 0;
+	int kills = 0, behind = 0, bounded = 0;
 	std::mt19937 rng(std::random_device{}());
 	for (int i = 0; i < 50; ++i) {
 		auto w = s.start();
-		std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300000));
+		// Killed after a random number of transactions (progress, not time, so that a
+		// loaded machine kills as deep into the run), a little later still.
+		s.wait_committed(1 + rng() % 1000, *w);
+		std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20000));
 		w->kill(SIGKILL);
 		REQUIRE(w->wait(std::chrono::seconds(30)));
 		++kills;
@@ -404,12 +419,13 @@ TEST_CASE("async capi: stock libpmemobj killed at random moments: each replica i
 		CHECK(static_cast<std::uint64_t>(k) <= st.started);
 		CHECK(static_cast<std::uint64_t>(k) >= seq_setup::must_hold(st));
 		behind += static_cast<std::uint64_t>(k) < st.committed;
-		with_transactions += k > 0;
+		bounded += seq_setup::must_hold(st) > 0;
 	}
-	INFO(kills << " kills; the replica held transactions in " << with_transactions
-	           << ", was behind the master in " << behind);
-	// The kills must find replication under way, not only before the first transaction.
-	CHECK(with_transactions >= kills / 2);
+	INFO(kills << " kills; the lag bound required transactions on the replica in " << bounded
+	           << ", the replica was behind the master in " << behind);
+	// The kills must test the bound, not only find the replica before its first transaction:
+	// a run to transaction T (up to 1000) spans more than the 100 ms lag bound for most T.
+	CHECK(bounded >= kills / 4);
 }
 
 TEST_CASE("async capi: rpmemd killed under stock libpmemobj: the writer fails or goes on, as "

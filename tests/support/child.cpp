@@ -34,9 +34,17 @@ child::child(const std::vector<std::string> &argv, const std::vector<std::string
 	posix_spawn_file_actions_addopen(&fa, 2,
 	                                 stderr_file.empty() ? "/dev/null" : stderr_file.c_str(),
 	                                 O_WRONLY | O_CREAT | O_APPEND, 0600);
+	// `env` overrides: a variable set twice would be read as its first value by getenv.
+	auto name_of = [](const std::string &kv) { return kv.substr(0, kv.find('=') + 1); };
 	std::vector<std::string> envs;
-	for (char **e = environ; *e; ++e)
-		envs.emplace_back(*e);
+	for (char **e = environ; *e; ++e) {
+		std::string kv = *e;
+		bool overridden = false;
+		for (const auto &x : env)
+			overridden = overridden || name_of(x) == name_of(kv);
+		if (!overridden)
+			envs.push_back(std::move(kv));
+	}
 	envs.insert(envs.end(), env.begin(), env.end());
 	std::vector<char *> args, envp;
 	for (const auto &a : argv)

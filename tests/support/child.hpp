@@ -17,8 +17,9 @@ namespace rpmem::test
 class child
 {
 public:
-	/** Starts argv[0] (a path) with the current environment plus `env` (VAR=value),
-	 *  stderr appended to `stderr_file` (/dev/null when empty). Throws std::runtime_error. */
+	/** Starts argv[0] (a path) with the current environment plus `env` (VAR=value, replacing a
+	 * variable set in both), stderr appended to `stderr_file` (/dev/null when empty). Throws
+	 * std::runtime_error. */
 	child(const std::vector<std::string> &argv, const std::vector<std::string> &env = {},
 	      const std::string &stderr_file = {});
 	/** SIGKILLs the child if it still runs and reaps it. */

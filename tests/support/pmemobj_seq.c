@@ -28,7 +28,7 @@
 #define NOBJ 6
 #define RING 4096
 
-static const size_t sizes[NOBJ] = {64, 256, 1000, 4096, 20000, 70000};
+static const size_t sizes[NOBJ] = {64, 256, 1000, 4096, 8192, 16384};
 
 struct root {
 	uint64_t seq;
