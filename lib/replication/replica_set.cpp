@@ -282,7 +282,7 @@ void open_remote(replicated_pool::impl &p, const header_check &check, remote_rep
 		throw rpmem::error(EINVAL, "the remote pool has no header (OPTION "
 		                           "NOHDRS?): it is not a replica of this pool");
 	check(pmdk::from_attr(a), "remote replica " + p.where(rr));
-	if (a.compat_features & pmdk::feat_compat_rpmem_behind)
+	if (async::is_marked_behind(a))
 		throw rpmem::error(ESTALE, "it may be behind the master: it was written "
 		                           "asynchronously and its writer did not close the pool "
 		                           "cleanly, so it can lack the master's last persists "

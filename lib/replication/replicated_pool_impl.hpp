@@ -10,6 +10,7 @@
 #include "rpmem/replicated_pool.hpp"
 
 #include "async/pipeline.hpp"
+#include "async/remote_writer.hpp"
 #include "client/remote_pool.hpp"
 #include "pmdk/pool_header.hpp"
 #include "poolset/poolset.hpp"
@@ -262,15 +263,8 @@ template <class F> void replicated_pool::impl::with_lane(F &&f)
 namespace replication
 {
 
-/** attr with the "possibly behind" mark set or cleared (pmdk::feat_compat_rpmem_behind). */
-inline control::pool_attr marked_behind(control::pool_attr a, bool behind)
-{
-	if (behind)
-		a.compat_features |= pmdk::feat_compat_rpmem_behind;
-	else
-		a.compat_features &= ~pmdk::feat_compat_rpmem_behind;
-	return a;
-}
+/** The "possibly behind" mark, as librpmem's asynchronous writer sets it. */
+using async::marked_behind;
 
 /** The state of a pool handle; a moved-from handle has none and every call on it throws. */
 inline replicated_pool::impl &live(replicated_pool::impl *p, const char *what)
