@@ -3,11 +3,10 @@
 // librpmem.so.1, sshd and rpmemd: the C calls in this process (the environment turns the mode
 // on before librpmem reads it), and stock libpmemobj in child processes killed at random
 // moments, whose replicas must each be the state after some whole transaction.
+#include "capi_fixture.hpp"
 #include "process.hpp"
 #include "replica_fixture.hpp"
 #include "support/child.hpp"
-
-#include "librpmem.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -26,39 +25,11 @@ namespace
 constexpr std::size_t pool_size = 8 << 20;
 constexpr std::uint32_t behind_bit = 0x40000000; // pmdk::feat_compat_rpmem_behind
 
-/** One sshd and replica directory per process, announced through the environment. */
-struct environment {
-	sshd server;
-	replica node{server};
-
-	environment()
-	{
-		auto o = server.client_options();
-		setenv("RPMEM_CMD", node.command().c_str(), 1);
-		setenv("RPMEM_SSH_CONFIG", o.config_file.c_str(), 1);
-		setenv("RPMEM_SSH_KNOWN_HOSTS", o.known_hosts_file.c_str(), 1);
-		setenv("RPMEM_SSH_IDENTITY", o.identity_files.at(0).c_str(), 1);
-		setenv("RPMEM_PROVIDER", "tcp", 1);
-		setenv("RPMEM_TIMEOUT", "2000", 1);
-		setenv("RPMEM_REPLICATION", "async", 1);
-	}
-	std::string target() const { return server.target().str(); }
-};
-
-environment &env()
+capi_environment &env()
 {
-	static environment e;
+	static capi_environment e(
+	    std::vector<std::pair<std::string, std::string>>{{"RPMEM_REPLICATION", "async"}});
 	return e;
-}
-
-rpmem_pool_attr c_attr()
-{
-	rpmem_pool_attr a{};
-	std::memcpy(a.signature, "PMEMOBJ", 7);
-	a.major = 6;
-	a.uuid[0] = 1;
-	a.poolset_uuid[0] = 2;
-	return a;
 }
 
 /** compat_features of the pool header in a replica's first part (offset 12, little-endian). */

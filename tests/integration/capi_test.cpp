@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The C ABI's errno and messages for each failure PMDK's reference lists, through the real
 // librpmem.so.1, sshd and rpmemd. Settings come from the environment, as for any C program.
+#include "capi_fixture.hpp"
 #include "replica_fixture.hpp"
-
-#include "librpmem.h"
 
 #include <cerrno>
 #include <csignal>
@@ -16,38 +15,10 @@ namespace
 
 constexpr std::size_t pool_size = 8 << 20;
 
-/** One sshd and replica directory per process, announced through the environment. */
-struct environment {
-	sshd server;
-	replica node{server};
-
-	environment()
-	{
-		auto o = server.client_options();
-		setenv("RPMEM_CMD", node.command().c_str(), 1);
-		setenv("RPMEM_SSH_CONFIG", o.config_file.c_str(), 1);
-		setenv("RPMEM_SSH_KNOWN_HOSTS", o.known_hosts_file.c_str(), 1);
-		setenv("RPMEM_SSH_IDENTITY", o.identity_files.at(0).c_str(), 1);
-		setenv("RPMEM_PROVIDER", "tcp", 1);
-		setenv("RPMEM_TIMEOUT", "2000", 1);
-	}
-	std::string target() const { return server.target().str(); }
-};
-
-environment &env()
+capi_environment &env()
 {
-	static environment e;
+	static capi_environment e;
 	return e;
-}
-
-rpmem_pool_attr c_attr()
-{
-	rpmem_pool_attr a{};
-	std::memcpy(a.signature, "PMEMOBJ", 7);
-	a.major = 6;
-	a.uuid[0] = 1;
-	a.poolset_uuid[0] = 2;
-	return a;
 }
 
 /** Expects a failure with `err` and a message containing `text`. */
