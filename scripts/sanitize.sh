@@ -101,6 +101,9 @@ run_ctest() { # $1: label for the summary, $2: test numbers, rest: extra env ass
 extra=("$@")
 
 lib=$(gcc -print-file-name="$runtime")
+# A test of an instrumented program that also runs a foreign one (pmempool sync in the async
+# C ABI test) preloads this into that program, so it can dlopen our instrumented librpmem.
+export RPMEM_TEST_FOREIGN_PRELOAD="$lib $(gcc -print-file-name=libstdc++.so.6)"
 # Tests that run programs the project's build did not instrument against our instrumented
 # libraries: Debian's pmempool/libpmemobj (stock tools, rpmem tool tests), consumer programs
 # built from the packages or with pkg-config (integration_package, tests/abi/pkgconfig.sh).

@@ -495,7 +495,12 @@ TEST_CASE("async capi: a replica its killed writer left marked is refused until 
 	CHECK(refused.output.find("may be behind its master") != std::string::npos);
 
 	const std::string how = GENERATE(std::string("rpmem sync"), std::string("pmempool sync"));
-	const std::string tool = how == "rpmem sync" ? RPMEM_BINARY_DIR "/bin/rpmem sync" : how;
+	// Debian's pmempool dlopens our librpmem; in a sanitizer build that library needs the
+	// sanitizer's runtime loaded first, which scripts/sanitize.sh names for such programs.
+	const char *preload = std::getenv("RPMEM_TEST_FOREIGN_PRELOAD");
+	const std::string tool = how == "rpmem sync" ? RPMEM_BINARY_DIR "/bin/rpmem sync"
+	                         : preload ? fmt::format("env LD_PRELOAD='{}' {}", preload, how)
+	                                   : how;
 	auto synced = s.on_master(tool);
 	INFO(how << " printed:\n" << synced.output);
 	REQUIRE(synced.status == 0);
