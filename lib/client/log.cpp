@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <mutex>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace rpmem::client
@@ -16,15 +17,43 @@ namespace rpmem::client
 namespace
 {
 
+/** Whether stderr is the systemd journal: JOURNAL_STREAM ("device:inode", set by systemd
+ *  for a service whose stderr goes to the journal) names the file fd 2 is. */
+bool stderr_is_journal()
+{
+	const char *js = std::getenv("JOURNAL_STREAM");
+	unsigned long long dev = 0, ino = 0;
+	struct stat st {
+	};
+	if (!js || std::sscanf(js, "%llu:%llu", &dev, &ino) != 2 || ::fstat(2, &st) != 0)
+		return false;
+	return st.st_dev == dev && st.st_ino == ino;
+}
+
+/**
+ * The level when RPMEM_LOG_LEVEL is not set: errors (1) when nobody asked for a log file and
+ * stderr is a terminal or the journal, else nothing. libpmemobj and libpmempool never call
+ * rpmem_errormsg(), so without this a user of stock tools sees only "creating remote replica
+ * #1 failed" and never our reason; a program whose stderr is a pipe or a file may parse or
+ * keep it, so there the library stays silent unless asked, as PMDK's did.
+ */
+int default_level(const char *file)
+{
+	if (file && *file)
+		return 0;
+	return ::isatty(2) || stderr_is_journal() ? 1 : 0;
+}
+
 struct log_sink {
 	int level = 0;
 	int fd = 2;
 
 	log_sink()
 	{
-		level =
-		    static_cast<int>(std::max(0LL, parse_env_int(std::getenv("RPMEM_LOG_LEVEL"))));
 		const char *file = std::getenv("RPMEM_LOG_FILE");
+		const char *lvl = std::getenv("RPMEM_LOG_LEVEL");
+		level = lvl && *lvl ? static_cast<int>(std::max(0LL, parse_env_int(lvl)))
+		                    : default_level(file);
 		if (level == 0 || !file || !*file)
 			return;
 		std::string path = file;

@@ -4,6 +4,8 @@
 #include "process.hpp"
 #include "replica_fixture.hpp"
 
+#include <sys/stat.h>
+
 using namespace rpmem::test;
 
 namespace
@@ -30,15 +32,16 @@ public:
 
 	/** Environment for stock tools: our librpmem, our rpmemd, the fixture's keys. libpmempool
 	 * runs ssh itself (`rpmemd --remove`), so RPMEM_SSH is the fixture's ssh wrapper. */
-	std::string env(bool with_ssh_wrapper = false) const
+	std::string env(bool with_ssh_wrapper = false, const char *log_level = "1") const
 	{
 		auto o = server_.client_options();
 		std::string e =
 		    fmt::format("LD_LIBRARY_PATH={}/lib RPMEM_CMD='{}' RPMEM_SSH_CONFIG={} "
-		                "RPMEM_SSH_KNOWN_HOSTS={} RPMEM_SSH_IDENTITY={} "
-		                "RPMEM_LOG_LEVEL=1",
+		                "RPMEM_SSH_KNOWN_HOSTS={} RPMEM_SSH_IDENTITY={}",
 		                RPMEM_BINARY_DIR, node_.command(), o.config_file,
 		                o.known_hosts_file, o.identity_files.at(0));
+		if (log_level)
+			e += fmt::format(" RPMEM_LOG_LEVEL={}", log_level);
 		if (with_ssh_wrapper)
 			e += " RPMEM_SSH=" + server_.ssh_wrapper();
 		return e;
@@ -131,4 +134,65 @@ TEST_CASE("pmempool create, info on the replica host, sync and rm", "[stock][pme
 	require_ok(run("pmempool rm " + s.poolset().string(), s.env(true)), "pmempool rm");
 	CHECK(!fs::exists(s.remote_part()));
 	CHECK(!fs::exists(s.local_part()));
+}
+
+TEST_CASE("a failed remote create shows librpmem's reason on a terminal and in the journal, "
+          "not in a pipe",
+          "[stock][pmempool][log]")
+{
+	sshd server;
+	replicated_setup s(server);
+	const std::string create = "pmempool create --layout=rpmem obj " + s.poolset().string();
+	require_ok(run(create, s.env()), "pmempool create obj");
+	// The master is lost, the replica is still there: creating the set again fails remotely.
+	fs::remove(s.local_part());
+	const std::string reason = "<librpmem>: <1> [error]";
+	const std::string stock = "creating remote replica #1 failed";
+
+	SECTION("stderr is a pipe: only libpmempool's own line, as with PMDK")
+	{
+		auto r = run(create, s.env(false, nullptr));
+		INFO("pmempool create printed:\n" << r.output);
+		CHECK(r.status != 0);
+		CHECK(r.output.find(stock) != std::string::npos);
+		CHECK(r.output.find(reason) == std::string::npos);
+	}
+	SECTION("stderr is a terminal: our reason, before libpmempool's line")
+	{
+		auto r = run("script -qec '" + create + "' /dev/null", s.env(false, nullptr));
+		INFO("pmempool create on a terminal printed:\n" << r.output);
+		CHECK(r.status != 0);
+		const auto ours = r.output.find(reason);
+		REQUIRE(ours != std::string::npos);
+		CHECK(r.output.find(stock) > ours);
+		CHECK(r.output.find("exists", ours) != std::string::npos);
+	}
+	SECTION("a terminal with RPMEM_LOG_LEVEL=0: silent, as asked")
+	{
+		auto r = run("script -qec '" + create + "' /dev/null", s.env(false, "0"));
+		INFO("pmempool create on a terminal printed:\n" << r.output);
+		CHECK(r.status != 0);
+		CHECK(r.output.find(stock) != std::string::npos);
+		CHECK(r.output.find(reason) == std::string::npos);
+	}
+	SECTION("stderr is the journal (JOURNAL_STREAM names it): our reason")
+	{
+		const auto log = fs::path(s.poolset()).parent_path() / "journal";
+		std::ofstream(log).close();
+		struct stat st {
+		};
+		REQUIRE(::stat(log.c_str(), &st) == 0);
+		auto journal = fmt::format(" JOURNAL_STREAM={}:{}", st.st_dev, st.st_ino);
+		auto r = run("sh -c '" + create + " 2>>" + log.string() + "'",
+		             s.env(false, nullptr) + journal);
+		auto text = slurp(log);
+		INFO("pmempool create wrote to the journal:\n" << text);
+		CHECK(r.status != 0);
+		CHECK(text.find(reason) != std::string::npos);
+		CHECK(text.find(stock) != std::string::npos);
+		// The same file, but not announced as the journal: silent.
+		std::ofstream(log, std::ios::trunc).close();
+		run("sh -c '" + create + " 2>>" + log.string() + "'", s.env(false, nullptr));
+		CHECK(slurp(log).find(reason) == std::string::npos);
+	}
 }
