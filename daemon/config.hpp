@@ -41,8 +41,8 @@ struct config {
 	bool persist_apm = false;          // offer APM where the pool is on real pmem (§6.7)
 	bool persist_general = true;       // accepted for PMDK compatibility; GPSPM is always there
 	bool use_syslog = true;
-	log_level level = log_level::err;
-	unsigned nthreads = 0;                  // worker threads; 0 = choose automatically
+	log_level level = log_level::notice; // PMDK: err; notice logs each session's start and end
+	unsigned nthreads = 0;               // worker threads; 0 = choose automatically
 	std::optional<std::string> config_file; // --config: read only this file
 	std::optional<std::string> remove_desc; // --remove: remove this pool set and exit
 	bool force = false;                     // --force: with --remove, ignore errors

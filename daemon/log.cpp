@@ -11,6 +11,8 @@
 #include <ctime>
 
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -80,6 +82,28 @@ void write_all(int fd, std::string_view line)
 	}
 }
 
+/** Whether a syslog daemon listens on /dev/log, as glibc's syslog(3) sends there (datagram,
+ *  then stream). syslog(3) drops messages silently when nobody does; we want to know. Returns
+ *  0, or the errno of the last failed connect. */
+int syslog_reachable()
+{
+	sockaddr_un addr{};
+	addr.sun_family = AF_UNIX;
+	std::strncpy(addr.sun_path, _PATH_LOG, sizeof addr.sun_path - 1);
+	int err = 0;
+	for (int type : {SOCK_DGRAM, SOCK_STREAM}) {
+		int fd = ::socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return errno;
+		int r = ::connect(fd, reinterpret_cast<const sockaddr *>(&addr), sizeof addr);
+		err = r == 0 ? 0 : errno;
+		::close(fd);
+		if (r == 0)
+			return 0;
+	}
+	return err;
+}
+
 } // namespace
 
 std::optional<log_level> parse_log_level(std::string_view name)
@@ -111,6 +135,18 @@ void logger::init_stderr(log_level level)
 void logger::init(const config &cfg)
 {
 	if (cfg.use_syslog) {
+		if (int err = syslog_reachable(); err != 0) {
+			// Loudly, at any level, on stderr (which the client shows when a session
+			// fails), rather than into syslog(3)'s silence.
+			replace_sink(sink::fd, 2, cfg.level, false);
+			write_all(2,
+			          fmt::format("rpmemd[{}]: warning: syslog is not reachable "
+			                      "(connecting to {}: {}); logging to standard error "
+			                      "instead. Start a syslog daemon, or set log-file in "
+			                      "rpmemd's configuration (/etc/rpmemd/rpmemd.conf)\n",
+			                      ::getpid(), _PATH_LOG, std::strerror(err)));
+			return;
+		}
 		replace_sink(sink::syslog, -1, cfg.level, false);
 		return;
 	}

@@ -313,10 +313,11 @@ private:
 		ctl::send(io_, ctl::encode(resp, resp_type));
 		descriptor_ = req.descriptor;
 		log_notice("{}: session start: {} pool {} ({} bytes), {} lanes over {} "
-		           "connection(s), provider {}, {}, {}",
+		           "connection(s), provider {}, persist method {}, made durable by {}; {}",
 		           peer_, create ? "created" : "opened", req.descriptor, req.pool_size,
 		           resp.fabric.nlanes, resp.fabric.nendpoints, resp.fabric.provider,
-		           ctl::to_string(resp.fabric.method), pool_->is_pmem() ? "pmem" : "msync");
+		           ctl::to_string(resp.fabric.method),
+		           pool_->is_pmem() ? "pmem_persist" : "pmem_msync", version_string());
 		return std::nullopt;
 	}
 

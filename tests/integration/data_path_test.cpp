@@ -199,7 +199,7 @@ TEST_CASE("tcp commit on /dev/shm: replica equals the local pool", "[data][tcp][
 	// rpmemd --persist-commit, a pool on pmem (forced), tcp grants FI_RMA_PMEM: every
 	// range larger than the inline threshold is an FI_COMMIT_COMPLETE write.
 	run_end_to_end({.parent = "/dev/shm", .commit = true, .provider = "tcp"}, commit,
-	               "provider tcp, commit, pmem");
+	               "provider tcp, persist method commit, made durable by pmem_persist");
 }
 TEST_CASE("sockets GPSPM on ext4: replica equals the local pool", "[data][sockets]")
 {
@@ -214,12 +214,12 @@ TEST_CASE("commit is offered only where the provider grants FI_RMA_PMEM and the 
 {
 	// sockets grants no FI_RMA_PMEM: rpmemd falls back to APM where allowed, else GPSPM.
 	run_end_to_end({.parent = "/dev/shm", .commit = true, .provider = "sockets"}, gpspm,
-	               "provider sockets, gpspm, pmem");
+	               "provider sockets, persist method gpspm, made durable by pmem_persist");
 	run_end_to_end({.parent = "/dev/shm", .apm = true, .commit = true, .provider = "sockets"},
 	               apm);
 	// A pool that is not pmem (ext4, msync) never gets commit: a cache flush is not enough.
 	run_end_to_end({.parent = "/tmp", .provider = "tcp", .daemon_args = "--persist-commit"},
-	               gpspm, "provider tcp, gpspm, msync");
+	               gpspm, "provider tcp, persist method gpspm, made durable by pmem_msync");
 }
 TEST_CASE("sockets GPSPM with FI_MR_BASIC: replica equals the local pool", "[data][sockets][mr]")
 {

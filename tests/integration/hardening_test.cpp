@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Hardening and PMDK parity through the real sshd and rpmemd: what the client is told when
 // rpmemd cannot log, cannot reach its storage, never answers, or removes half a pool set.
+#include "process.hpp"
 #include "replica_fixture.hpp"
 
 #include "rpmem/error.hpp"
@@ -9,6 +10,8 @@
 #include <cerrno>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <thread>
 
 using rpmem::client::remote_pool;
@@ -102,6 +105,64 @@ TEST_CASE("an unwritable --log-file stops rpmemd with a message the client shows
 	auto removal = error_of([&] { remote_pool::remove(fx.node.target(), "pool.set", 0, o); });
 	INFO(removal.message());
 	CHECK_THAT(removal.message(), Catch::Contains("cannot open log file"));
+}
+
+namespace
+{
+/** Whether something accepts syslog(3)'s datagrams on /dev/log (none does on these machines). */
+bool syslog_listens()
+{
+	sockaddr_un addr{};
+	addr.sun_family = AF_UNIX;
+	std::strcpy(addr.sun_path, "/dev/log");
+	int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool ok =
+	    fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr *>(&addr), sizeof addr) == 0;
+	if (fd >= 0)
+		::close(fd);
+	return ok;
+}
+} // namespace
+
+TEST_CASE("rpmemd's default log level records each session with its version and how it persists",
+          "[hardening][log]")
+{
+	remote_setup fx(pool_size);
+	auto o = fx.node.options();
+	// No --log-level: the default.
+	o.command = fmt::format("{} --poolset-dir={} --log-file={}", RPMEM_TEST_RPMEMD,
+	                        fx.node.dir().string(), fx.node.log_file().string());
+	unsigned nlanes = 1;
+	fx.create(nlanes, o)->close();
+	const auto log = fx.node.log_text();
+	INFO("rpmemd's log:\n" << log);
+	CHECK_THAT(log, Catch::Contains("session start: created pool pool.set") &&
+	                    Catch::Contains("made durable by pmem_msync") &&
+	                    Catch::Contains("; rpmemd version ") &&
+	                    Catch::Contains("session end: pool pool.set"));
+	// Nothing below notice by default: the fabric target's info line is absent.
+	CHECK_THAT(log, !Catch::Contains(": info: "));
+}
+
+TEST_CASE("rpmemd told to use syslog where none listens says so on stderr and logs there",
+          "[hardening][log]")
+{
+	// Run directly, not over SSH: it refuses to start (no SSH_CONNECTION) and logs why.
+	auto r =
+	    run(fmt::format("{} --use-syslog --poolset-dir=/tmp </dev/null", RPMEM_TEST_RPMEMD),
+	        "-u SSH_CONNECTION");
+	INFO("rpmemd printed:\n" << r.output);
+	CHECK(r.status == 1);
+	CHECK_THAT(r.output, Catch::Contains("SSH_CONNECTION is not set"));
+	if (syslog_listens()) {
+		// Where a syslog daemon listens, the line went there and nothing warns.
+		CHECK_THAT(r.output, !Catch::Contains("syslog is not reachable"));
+	} else {
+		CHECK_THAT(r.output, Catch::Contains("warning: syslog is not reachable (connecting "
+		                                     "to /dev/log: ") &&
+		                         Catch::Contains("logging to standard error instead"));
+		CHECK_THAT(r.output, Catch::Contains(": err: start-up failed"));
+	}
 }
 
 TEST_CASE("storage errors reach the client with the system's reason", "[hardening][storage]")
