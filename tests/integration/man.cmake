@@ -6,3 +6,9 @@ for p in ${PROJECT_SOURCE_DIR}/docs/man/*.[1-8]; do s=\${p##*.}; mkdir -p $d/man
 cd $d; n=0; for p in man*/*; do out=$(MANWIDTH=80 man --warnings -l $p 2>&1 >/dev/null); \
 if [ -n \"$out\" ]; then echo \"$p: $out\"; exit 1; fi; n=$((n+1)); done; echo \"$n pages render\"")
 set_tests_properties("docs: man pages render with man -l" PROPERTIES LABELS "unit")
+
+# Every C++ block of README.md compiles against the tree's headers (tests/docs/readme_cpp.py).
+add_test(NAME "docs: README C++ snippets compile"
+  COMMAND python3 ${PROJECT_SOURCE_DIR}/tests/docs/readme_cpp.py ${PROJECT_SOURCE_DIR}
+          ${CMAKE_CXX_COMPILER})
+set_tests_properties("docs: README C++ snippets compile" PROPERTIES LABELS "unit")
