@@ -8,6 +8,7 @@
 #include "tool.hpp"
 
 #include "client/remote_pool.hpp"
+#include "pmdk/obj_heap.hpp"
 #include "rpmem/error.hpp"
 
 #include <fmt/format.h>
@@ -18,6 +19,7 @@
 #include <fcntl.h>
 #include <memory>
 #include <optional>
+#include <span>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -219,16 +221,26 @@ void diff_chunk(const std::uint8_t *a, const std::uint8_t *b, std::uint64_t len,
 	}
 }
 
-/**
- * A range the application writes but never persists, so it is never replicated: libpmemobj's
- * pool descriptor is 2 KiB of persistent fields after the header, then run-time fields up to
- * its lanes at 8 KiB (PMDK obj.h: OBJ_DSC_P_SIZE, OBJ_LANES_OFFSET).
- */
-std::optional<range> ignored(const master &m)
+/** What libpmemobj never persists, so never replicates (lib/pmdk/obj_heap.hpp): its
+ *  descriptor's run-time fields, huge-chunk footers, free space. Empty for other pools. */
+std::vector<pmdk::byte_range> ignored(const master &m)
 {
 	if (!m.header() || signature_text(m.header()->signature) != "PMEMOBJ")
-		return std::nullopt;
-	return range{pmdk::pool_hdr_size + 2048, 8192};
+		return {};
+	return pmdk::obj_unreplicated(std::span<const std::uint8_t>(m.base(), m.size()));
+}
+
+/** Makes the replica's copy (buf, at pool offset off, n bytes) equal the master's in the
+ *  ranges not compared. `next` walks the sorted ranges along with the chunks. */
+void mask_ignored(const master &m, const std::vector<pmdk::byte_range> &skip, std::size_t &next,
+                  std::uint8_t *buf, std::uint64_t off, std::uint64_t n)
+{
+	while (next < skip.size() && skip[next].end <= off)
+		++next;
+	for (std::size_t i = next; i < skip.size() && skip[i].begin < off + n; ++i) {
+		auto from = std::max(skip[i].begin, off), to = std::min(skip[i].end, off + n);
+		std::memcpy(buf + (from - off), m.base() + from, to - from);
+	}
 }
 
 int verify_replica(const poolset::poolset &ps, const master &m, ring &ring, std::size_t r,
@@ -263,14 +275,14 @@ int verify_replica(const poolset::poolset &ps, const master &m, ring &ring, std:
 	std::vector<range> diffs;
 	const std::uint64_t begin = m.data_offset();
 	const auto skip = ignored(m);
+	std::uint64_t skipped = 0;
+	for (const auto &s : skip)
+		skipped += s.end - s.begin;
+	std::size_t next = 0;
 	for (std::uint64_t off = begin; off < m.size(); off += verify_chunk) {
 		std::uint64_t n = std::min(verify_chunk, m.size() - off);
 		pool->read(buf.data(), off, n, 0);
-		if (skip && skip->begin < off + n && skip->end > off) {
-			// Not compared: make the replica's copy equal to the master's.
-			auto from = std::max(skip->begin, off), to = std::min(skip->end, off + n);
-			std::memcpy(buf.data() + (from - off), m.base() + from, to - from);
-		}
+		mask_ignored(m, skip, next, buf.data(), off, n);
 		diff_chunk(m.base() + off, buf.data(), n, off, diffs);
 	}
 	pool->close();
@@ -279,11 +291,13 @@ int verify_replica(const poolset::poolset &ps, const master &m, ring &ring, std:
 		bytes += d.end - d.begin;
 	if (diffs.empty() && problems == 0) {
 		fmt::print("{}: in sync ({} compared{})\n", replica_name(ps, r),
-		           size_text(m.size() - begin),
-		           skip
-		               ? fmt::format("; libpmemobj's run-time fields 0x{:x}-0x{:x} skipped",
-		                             skip->begin, skip->end)
-		               : "");
+		           size_text(m.size() - begin - skipped),
+		           skip.empty()
+		               ? ""
+		               : fmt::format("; {} in {} range(s) skipped: what libpmemobj "
+		                             "never replicates (run-time fields, huge-chunk "
+		                             "footers, free space)",
+		                             size_text(skipped), skip.size()));
 		return exit_ok;
 	}
 	if (!diffs.empty())
