@@ -98,6 +98,8 @@ std::unique_ptr<remote_pool> remote_pool::start(bool create, const std::string &
 	std::unique_ptr<remote_pool> pool(new remote_pool(std::move(session), size, headers));
 	pool->fabric_ = resp.fabric;
 	pool->method_ = resp.fabric.method;
+	pool->remote_size_ = resp.pool_size;
+	pool->remote_is_pmem_ = resp.is_pmem;
 	try {
 		pool->data_ =
 		    std::make_unique<data_path>(resp.fabric, pool->ctl_->host(), addr, size,

@@ -94,6 +94,10 @@ public:
 	control::persist_method method() const { return method_; }
 	const std::string &host() const;
 	const control::fabric_params &fabric() const { return fabric_; }
+	/** The remote pool's size and whether rpmemd persists it with pmem_persist (else msync),
+	 *  as rpmemd reported when the pool was created or opened. */
+	std::uint64_t remote_size() const { return remote_size_; }
+	bool remote_is_pmem() const { return remote_is_pmem_; }
 
 private:
 	remote_pool(std::unique_ptr<control_session> ctl, std::size_t size, bool has_headers);
@@ -111,6 +115,8 @@ private:
 	control::fabric_params fabric_;
 	control::persist_method method_ = control::persist_method::gpspm;
 	std::size_t size_;
+	std::uint64_t remote_size_ = 0;
+	bool remote_is_pmem_ = false;
 	bool has_headers_;
 	std::atomic<bool> closed_{false};
 };

@@ -5,7 +5,10 @@
 #include "process.hpp"
 #include "replica_fixture.hpp"
 
+#include <algorithm>
 #include <fstream>
+
+#include <unistd.h>
 
 using namespace rpmem::test;
 
@@ -73,6 +76,23 @@ void require_status(const process_result &r, int status, const std::string &what
 	REQUIRE(r.status == status);
 }
 
+/** Parses r's output as one JSON object `d` (Python's json module) and prints `fields`
+ *  (a Python expression list), space separated; or says why it could not. */
+std::string json_fields(const process_result &r, const std::string &fields)
+{
+	INFO("the command printed:\n" << r.output);
+	const auto file = fs::temp_directory_path() / ("rpmem-json-" + std::to_string(getpid()));
+	std::ofstream(file) << r.output;
+	std::string expr = fields; // inside the shell's single quotes: Python's other quotes
+	std::replace(expr.begin(), expr.end(), '\'', '"');
+	auto parsed =
+	    run(fmt::format("python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+	                    "print(*[{}])' {}",
+	                    expr, file.string()));
+	fs::remove(file);
+	return parsed.output;
+}
+
 bool has(const process_result &r, const std::string &text)
 {
 	return r.output.find(text) != std::string::npos;
@@ -111,6 +131,14 @@ TEST_CASE("rpmem create, info, attr, open-check and rm manage one remote pool", 
 	CHECK(has(info, "UUID              : " + uuid));
 	CHECK(has(info, "Next replica UUID : " + uuid)); // a new pool links to itself
 	CHECK(has(info, "Provider          :"));
+	CHECK(has(info, "Pool size         : 8.0 MiB (8388608 bytes)"));
+	CHECK(has(info, "Made durable by   : msync"));
+
+	// The same as JSON, read back by Python's parser.
+	auto js = json_fields(s.rpmem("info --json " + pool),
+	                      "d['pool_size'], d['is_pmem'], d['attributes']['signature'], "
+	                      "d['attributes']['uuid'], d['descriptor']");
+	CHECK(js == "8388608 False TOOLTEST " + uuid + " tool.set\n");
 
 	// The daemon wrote a PMDK header with our signature.
 	CHECK(slurp(part).substr(0, 8) == "TOOLTEST");
@@ -295,6 +323,12 @@ TEST_CASE("rpmem verify: a healthy libpmemobj pool an application wrote and clos
 	require_status(v, 0, "rpmem verify of a healthy, closed pool");
 	CHECK(has(v, "in sync"));
 	CHECK(has(v, "skipped: what libpmemobj never replicates"));
+	auto vj = s.rpmem("verify --json " + s.poolset().string());
+	CHECK(vj.status == 0);
+	CHECK(json_fields(vj, "d['in_sync'], d['exit_status'], d['replicas'][0]['status'], "
+	                      "d['replicas'][0]['skipped_bytes'] > 0, "
+	                      "d['replicas'][0]['differing_range_count']") ==
+	      "True 0 in_sync True 0\n");
 
 	// Damage to what libpmemobj does replicate is still found: the layout name in the
 	// descriptor, and the first chunk header of the heap.
@@ -305,4 +339,10 @@ TEST_CASE("rpmem verify: a healthy libpmemobj pool an application wrote and clos
 	CHECK(dirty.status == 1);
 	CHECK(has(dirty, "2 range(s) differ"));
 	CHECK(has(dirty, "0x1003-0x1004 (1 bytes)"));
+	auto dj = s.rpmem("verify --json " + s.poolset().string());
+	CHECK(dj.status == 1);
+	CHECK(json_fields(dj, "d['in_sync'], d['replicas'][0]['status'], "
+	                      "d['replicas'][0]['differing_range_count'], "
+	                      "d['replicas'][0]['differing_ranges'][0]") ==
+	      "False differ 2 {'begin': 4099, 'end': 4100}\n");
 }

@@ -2,6 +2,8 @@
 // Helpers every rpmem command shares: attribute options, UUIDs, sizes, printing.
 #include "tool.hpp"
 
+#include "json.hpp"
+
 #include "poolset/poolset.hpp"
 
 #include <fmt/format.h>
@@ -187,6 +189,26 @@ void print_attr(const control::pool_attr &a)
 	for (auto b : a.user_flags)
 		flags += fmt::format("{:02x}", b);
 	fmt::print("User flags        : {}\n", flags);
+}
+
+void json_attr(json &j, const control::pool_attr &a)
+{
+	j.member("headers", !a.is_zero());
+	if (a.is_zero())
+		return;
+	std::string flags;
+	for (auto b : a.user_flags)
+		flags += fmt::format("{:02x}", b);
+	j.member("signature", signature_text(a.signature))
+	    .member("major", a.major)
+	    .member("compat_features", a.compat_features)
+	    .member("incompat_features", a.incompat_features)
+	    .member("ro_compat_features", a.ro_compat_features)
+	    .member("poolset_uuid", uuid_text(a.poolset_uuid))
+	    .member("uuid", uuid_text(a.uuid))
+	    .member("next_uuid", uuid_text(a.next_uuid))
+	    .member("prev_uuid", uuid_text(a.prev_uuid))
+	    .member("user_flags", flags);
 }
 
 } // namespace rpmem::tool

@@ -29,9 +29,11 @@ void add_remote(CLI::App *cmd, remote_args &r, bool size_required)
 	cmd->add_option("DESC", r.descriptor,
 	                "pool set file name relative to rpmemd's poolset directory")
 	    ->required();
-	auto *size = cmd->add_option("-s,--size", r.size,
-	                             "local pool size to register (create: the pool's size); "
-	                             "suffixes K, M, G, KiB...");
+	auto *size =
+	    cmd->add_option("-s,--size", r.size,
+	                    size_required ? "the pool's size; suffixes K, M, G, KiB..."
+	                                  : "how much of the pool to map for this command "
+	                                    "(nothing is written); suffixes K, M, G, KiB...");
 	if (size_required)
 		size->required();
 	else
@@ -74,12 +76,15 @@ int main(int argc, char **argv)
 	auto *open_check = app.add_subcommand("open-check", "check that a remote pool opens and "
 	                                                    "its data path works");
 	add_remote(open_check, r, false);
-	auto *info = app.add_subcommand("info", "print a remote pool's attributes");
+	auto *info = app.add_subcommand("info", "print a remote pool's size, how it is "
+	                                        "persisted and its attributes");
 	add_remote(info, r, false);
 	auto *attr = app.add_subcommand("attr", "set (or, without options, print) a remote "
 	                                        "pool's attributes");
 	add_remote(attr, r, false);
 	add_attrs(attr, attrs);
+	for (auto *cmd : {info, attr})
+		cmd->add_flag("--json", r.json, "print one JSON object (rpmem(1): JSON OUTPUT)");
 	auto *rm = app.add_subcommand("rm", "remove a remote pool's parts");
 	add_remote(rm, r, false);
 	rm->add_flag("-f,--force", force, "ignore missing parts and pool set files");
@@ -98,6 +103,7 @@ int main(int argc, char **argv)
 	}
 	verify->add_option("--max-ranges", rep.max_ranges, "differing ranges printed per replica")
 	    ->capture_default_str();
+	verify->add_flag("--json", rep.json, "print one JSON object (rpmem(1): JSON OUTPUT)");
 	sync->add_option("--progress", rep.progress,
 	                 "auto (a bar on a terminal, lines otherwise), bar, lines or none")
 	    ->capture_default_str();

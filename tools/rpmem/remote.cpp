@@ -3,6 +3,8 @@
 // client core as librpmem (lib/client/remote_pool), so what works here works for applications.
 #include "tool.hpp"
 
+#include "json.hpp"
+
 #include "client/remote_pool.hpp"
 #include "rpmem/error.hpp"
 
@@ -69,9 +71,32 @@ void print_session(const remote_args &r, const opened &o)
 {
 	fmt::print("Target            : {}\n", r.target);
 	fmt::print("Pool set          : {}\n", r.descriptor);
+	fmt::print("Pool size         : {} ({} bytes)\n", size_text(o.pool->remote_size()),
+	           o.pool->remote_size());
+	fmt::print("Made durable by   : {}\n",
+	           o.pool->remote_is_pmem() ? "pmem_persist (persistent memory)" : "msync");
 	fmt::print("Provider          : {}\n", o.pool->fabric().provider);
 	fmt::print("Persist method    : {}\n", control::describe(o.pool->method()));
 	fmt::print("Lanes             : {}\n", o.lanes);
+}
+
+/** The same as one JSON object: the session, then the attributes (tests/docs: rpmem(1)). */
+void print_json(const remote_args &r, const opened &o, const control::pool_attr &a)
+{
+	json j;
+	j.begin_object()
+	    .member("target", r.target)
+	    .member("descriptor", r.descriptor)
+	    .member("pool_size", o.pool->remote_size())
+	    .member("is_pmem", o.pool->remote_is_pmem())
+	    .member("provider", o.pool->fabric().provider)
+	    .member("persist_method", control::to_string(o.pool->method()))
+	    .member("lanes", o.lanes)
+	    .key("attributes")
+	    .begin_object();
+	json_attr(j, a);
+	j.end_object().end_object();
+	fmt::print("{}\n", j.str());
 }
 
 } // namespace
@@ -124,9 +149,13 @@ int cmd_open_check(const remote_args &r)
 int cmd_info(const remote_args &r)
 {
 	auto o = open_pool(r);
+	o.pool->close();
+	if (r.json) {
+		print_json(r, o, o.attr);
+		return exit_ok;
+	}
 	print_session(r, o);
 	print_attr(o.attr);
-	o.pool->close();
 	return exit_ok;
 }
 
@@ -134,8 +163,11 @@ int cmd_attr(const remote_args &r, const attr_options &attrs)
 {
 	auto o = open_pool(r);
 	if (!attrs.any()) {
-		print_attr(o.attr);
 		o.pool->close();
+		if (r.json)
+			print_json(r, o, o.attr);
+		else
+			print_attr(o.attr);
 		return exit_ok;
 	}
 	if (o.attr.is_zero())
@@ -146,6 +178,10 @@ int cmd_attr(const remote_args &r, const attr_options &attrs)
 	attrs.apply(a);
 	o.pool->set_attr(&a);
 	o.pool->close();
+	if (r.json) {
+		print_json(r, o, a);
+		return exit_ok;
+	}
 	fmt::print("attributes of {} on {} set:\n", r.descriptor, r.target);
 	print_attr(a);
 	return exit_ok;

@@ -58,12 +58,16 @@ std::string size_text(std::uint64_t bytes);
 std::uint64_t parse_size_arg(const std::string &text, const char *what);
 /** Prints attributes pmempool-info style, one "Name : value" line each. */
 void print_attr(const control::pool_attr &a);
+class json;
+/** The attributes as a JSON object's members (or "headers": false for a pool without). */
+void json_attr(json &j, const control::pool_attr &a);
 
 struct remote_args {
 	std::string target;
 	std::string descriptor;
 	std::string size = "8KiB"; // local pool size registered (create: the pool's size)
 	unsigned lanes = 1;
+	bool json = false; // --json: one JSON object on stdout instead of the text
 };
 
 int cmd_create(const remote_args &r, const attr_options &attrs, bool no_headers);
@@ -77,6 +81,7 @@ struct replicate_args {
 	std::vector<unsigned> replicas; // empty: every remote replica
 	unsigned max_ranges = 16;       // verify: ranges printed per replica
 	std::string progress = "auto";  // sync: auto|bar|lines|none
+	bool json = false;              // verify --json
 };
 
 int cmd_verify(const replicate_args &a);
