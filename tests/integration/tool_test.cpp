@@ -346,3 +346,21 @@ TEST_CASE("rpmem verify: a healthy libpmemobj pool an application wrote and clos
 	                      "d['replicas'][0]['differing_ranges'][0]") ==
 	      "False differ 2 {'begin': 4099, 'end': 4100}\n");
 }
+
+TEST_CASE("rpmem's command line: an unknown command is named, help COMMAND helps", "[tool][cli]")
+{
+	auto bogus = run(tool + " bogus");
+	require_status(bogus, 2, "rpmem bogus");
+	CHECK(has(bogus, "unknown command 'bogus'; the commands are create, open-check, info"));
+	auto help = run(tool + " help sync");
+	require_status(help, 0, "rpmem help sync");
+	CHECK(has(help, "rebuild remote replicas from the master"));
+	CHECK(has(help, "--progress"));
+	require_status(run(tool + " help nope"), 2, "rpmem help nope");
+	auto top = run(tool + " --help");
+	require_status(top, 0, "rpmem --help");
+	CHECK(!has(top, "repair")); // it promised a check and repair it does not have
+	auto info = run(tool + " help info");
+	CHECK(!has(info, "local pool size to register"));
+	CHECK(has(info, "--json"));
+}

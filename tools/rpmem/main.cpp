@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// rpmem: inspect, check, repair and promote remote pool replicas (rpmem(1)).
+// rpmem: create, inspect, verify, synchronize and promote remote pool replicas (rpmem(1)).
 //
 //   rpmem create|open-check|info|attr|rm TARGET DESC    one remote pool (rpmem_create & co.)
 //   rpmem verify POOLSET                                master vs each remote replica
@@ -58,8 +58,8 @@ void add_attrs(CLI::App *cmd, attr_options &a)
 
 int main(int argc, char **argv)
 {
-	CLI::App app{"rpmem: inspect, check, repair and promote remote persistent-memory pool "
-	             "replicas (see rpmem(1))",
+	CLI::App app{"rpmem: create, inspect, verify, synchronize and promote remote "
+	             "persistent-memory pool replicas (see rpmem(1))",
 	             "rpmem"};
 	app.set_version_flag("--version", std::string("rpmem ") + RPMEM_TOOL_VERSION);
 	app.require_subcommand(1);
@@ -129,6 +129,40 @@ int main(int argc, char **argv)
 	bench->set_help_flag();
 	bench->allow_extras();
 
+	// `rpmem help [COMMAND]`, and a word that is no command, said as such (CLI11 would say
+	// "A subcommand is required" or complain about the command's own arguments).
+	if (argc >= 2 && argv[1][0] != '-') {
+		auto commands = app.get_subcommands([](CLI::App *) { return true; });
+		auto find = [&](const std::string &name) -> CLI::App * {
+			for (auto *c : commands)
+				if (c->get_name() == name)
+					return c;
+			return nullptr;
+		};
+		const std::string first = argv[1];
+		if (first == "help") {
+			CLI::App *which = argc >= 3 ? find(argv[2]) : &app;
+			if (!which) {
+				fmt::print(stderr,
+				           "rpmem help: unknown command '{}' (rpmem --help lists "
+				           "them)\n",
+				           argv[2]);
+				return exit_usage;
+			}
+			fmt::print("{}", which->help());
+			return exit_ok;
+		}
+		if (!find(first)) {
+			std::string names;
+			for (auto *c : commands)
+				names += (names.empty() ? "" : ", ") + c->get_name();
+			fmt::print(stderr,
+			           "rpmem: unknown command '{}'; the commands are {} (rpmem help "
+			           "COMMAND says more)\n",
+			           first, names);
+			return exit_usage;
+		}
+	}
 	try {
 		app.parse(argc, argv);
 	} catch (const CLI::ParseError &e) {
