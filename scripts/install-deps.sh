@@ -10,7 +10,8 @@ packages=(
   libssh-dev catch2 libfmt-dev libcli11-dev
   openssh-server openssh-client
   clang libclang-rt-14-dev clang-format gnuplot-nox
-  iproute2 procps psmisc util-linux file binutils
+  iproute2 procps psmisc util-linux bsdutils file binutils
+  python3 python3-prometheus-client
 )
 
 missing=()

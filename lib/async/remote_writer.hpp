@@ -57,6 +57,10 @@ public:
 	 *  Throws what failed; the session ends anyway and the mark stays. */
 	void close();
 	progress status() const;
+	/** The remote pool underneath (its statistics; it stays valid after close). */
+	const client::remote_pool &remote() const { return *rp_; }
+	/** Virtual lanes granted to the application. */
+	unsigned nlanes() const { return cfg_.nlanes; }
 
 private:
 	class one_replica;

@@ -9,30 +9,64 @@
 #include "client/env.hpp"
 #include "client/log.hpp"
 #include "client/remote_pool.hpp"
+#include "client/stats_export.hpp"
 #include "rpmem/error.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <string>
 
+namespace ctl = rpmem::control;
+
 static_assert(sizeof(rpmem_pool_attr) == rpmem::control::pool_attr_size);
 static_assert(offsetof(rpmem_pool_attr, user_flags) == 88);
 
-/** One of the two: the remote pool written synchronously, or its asynchronous writer. */
+/** One of the two: the remote pool written synchronously, or its asynchronous writer; and
+ *  what the metrics file (RPMEM_STATS_FILE) reports of it. */
 struct rpmem_pool {
 	std::unique_ptr<rpmem::client::remote_pool> pool;
 	std::unique_ptr<rpmem::async::remote_writer> async;
+
+	std::string target, descriptor;
+	std::atomic<std::uint64_t> errors{0};
+	std::atomic<bool> failed{false};              // a call failed on the connection
+	std::atomic<std::int64_t> last_persist_ns{0}; // kept only with a metrics file
+	std::uint64_t export_id = 0;                  // 0: not exported
+
+	const rpmem::client::remote_pool &remote() const { return async ? async->remote() : *pool; }
+	rpmem::client::pool_report report(const char *state = nullptr) const
+	{
+		rpmem::client::pool_report r;
+		const auto &rp = remote();
+		r.target = target;
+		r.descriptor = descriptor;
+		r.provider = rp.fabric().provider;
+		r.method = ctl::to_string(rp.method());
+		r.mode = async ? "async" : "sync";
+		r.state = state ? state : failed ? "failed" : "connected";
+		r.lanes = async ? async->nlanes() : rp.nlanes();
+		r.stats = rp.stats(rp.nlanes());
+		r.errors = errors.load(std::memory_order_relaxed);
+		r.last_persist_unix_ns = last_persist_ns.load(std::memory_order_relaxed);
+		if (async) {
+			const auto p = async->status();
+			r.lag_bytes = p.lag_bytes;
+			r.lag_seconds = std::chrono::duration<double>(p.oldest).count();
+		}
+		return r;
+	}
 };
 
 namespace
 {
 
 using rpmem::client::remote_pool;
-namespace ctl = rpmem::control;
 
 thread_local std::string last_error;
 
@@ -194,6 +228,12 @@ RPMEMpool *start(bool create, const char *target, const char *pool_set_name, voi
 			           out, *handle);
 		rpmem::client::log(3, "{} {}:{} size {} lanes {}{}", what, target, pool_set_name,
 		                   pool_size, *nlanes, async ? ", replicated asynchronously" : "");
+		handle->target = target;
+		handle->descriptor = pool_set_name;
+		if (auto *e = rpmem::client::stats_exporter::instance()) {
+			const rpmem_pool *h = handle.get();
+			handle->export_id = e->add([h] { return h->report(); });
+		}
 		result = handle.release();
 		return 0;
 	});
@@ -208,18 +248,28 @@ bool check_handle(RPMEMpool *rpp)
 	return false;
 }
 
-/** f(the pool's remote_pool or remote_writer: they take the same calls), guarded. */
-template <class F> int on_pool(RPMEMpool *rpp, F &&f)
+/** f(the pool's remote_pool or remote_writer: they take the same calls), guarded; a failure
+ *  is counted, and one that is not about the arguments marks the connection failed. With a
+ *  metrics file, a durable call (`durable`) records when it returned. */
+template <class F> int on_pool(RPMEMpool *rpp, F &&f, bool durable = false)
 {
 	if (!check_handle(rpp))
 		return -1;
-	return guarded([&] {
+	int r = guarded([&] {
 		if (rpp->async)
 			f(*rpp->async);
 		else
 			f(*rpp->pool);
 		return 0;
 	});
+	if (r != 0) {
+		rpp->errors.fetch_add(1, std::memory_order_relaxed);
+		if (errno != EINVAL)
+			rpp->failed.store(true, std::memory_order_relaxed);
+	} else if (durable && rpp->export_id) {
+		rpp->last_persist_ns.store(rpmem::client::unix_now_ns(), std::memory_order_relaxed);
+	}
+	return r;
 }
 
 } // namespace
@@ -257,6 +307,9 @@ __attribute__((visibility("default"))) int rpmem_close(RPMEMpool *rpp)
 		return fail(EINVAL, "the pool handle is NULL");
 	int ret = on_pool(rpp, [](auto &p) { p.close(); });
 	int saved = errno;
+	if (rpp->export_id)
+		rpmem::client::stats_exporter::instance()->remove(
+		    rpp->export_id, rpp->report(ret == 0 ? "closed" : "failed"));
 	delete rpp;
 	errno = saved;
 	return ret;
@@ -271,19 +324,22 @@ __attribute__((visibility("default"))) int rpmem_flush(RPMEMpool *rpp, size_t of
 __attribute__((visibility("default"))) int rpmem_drain(RPMEMpool *rpp, unsigned lane,
                                                        unsigned flags)
 {
-	return on_pool(rpp, [&](auto &p) { p.drain(lane, flags); });
+	return on_pool(
+	    rpp, [&](auto &p) { p.drain(lane, flags); }, true);
 }
 
 __attribute__((visibility("default"))) int
 rpmem_persist(RPMEMpool *rpp, size_t offset, size_t length, unsigned lane, unsigned flags)
 {
-	return on_pool(rpp, [&](auto &p) { p.persist(offset, length, lane, flags); });
+	return on_pool(
+	    rpp, [&](auto &p) { p.persist(offset, length, lane, flags); }, true);
 }
 
 __attribute__((visibility("default"))) int rpmem_deep_persist(RPMEMpool *rpp, size_t offset,
                                                               size_t length, unsigned lane)
 {
-	return on_pool(rpp, [&](auto &p) { p.deep_persist(offset, length, lane); });
+	return on_pool(
+	    rpp, [&](auto &p) { p.deep_persist(offset, length, lane); }, true);
 }
 
 __attribute__((visibility("default"))) int rpmem_read(RPMEMpool *rpp, void *buff, size_t offset,

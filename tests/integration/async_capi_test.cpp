@@ -257,7 +257,8 @@ public:
 	}
 
 	/** Starts a writer on fresh pools and waits until its transactions run. */
-	std::unique_ptr<child> start(const std::string &on_failure = "fail")
+	std::unique_ptr<child> start(const std::string &on_failure = "fail",
+	                             const std::vector<std::string> &extra_env = {})
 	{
 		auto &e = env();
 		std::error_code ec;
@@ -275,18 +276,18 @@ public:
 		std::string tsan = "TSAN_OPTIONS=report_signal_unsafe=0";
 		if (const char *t = std::getenv("TSAN_OPTIONS"))
 			tsan = fmt::format("TSAN_OPTIONS={}:report_signal_unsafe=0", t);
+		std::vector<std::string> environment{
+		    asan, tsan, "LD_LIBRARY_PATH=" RPMEM_BINARY_DIR "/lib", "PMEM_IS_PMEM_FORCE=1",
+		    fmt::format("RPMEM_ASYNC_MAX_LAG_MS={}", max_lag.count()),
+		    "RPMEM_ASYNC_MAX_LAG_BYTES=4194304", "RPMEM_ASYNC_ON_FAILURE=" + on_failure,
+		    // libpmemobj says only "creating remote replica #1 failed": ours says why.
+		    "RPMEM_LOG_LEVEL=1"};
+		environment.insert(environment.end(), extra_env.begin(), extra_env.end());
 		auto w = std::make_unique<child>(
 		    std::vector<std::string>{RPMEM_BINARY_DIR "/bin/rpmem_pmemobj_seq", "run",
 		                             (local_ / "pool.set").string(),
 		                             (local_ / "state").string()},
-		    std::vector<std::string>{
-		        asan, tsan, "LD_LIBRARY_PATH=" RPMEM_BINARY_DIR "/lib",
-		        "PMEM_IS_PMEM_FORCE=1",
-		        fmt::format("RPMEM_ASYNC_MAX_LAG_MS={}", max_lag.count()),
-		        "RPMEM_ASYNC_MAX_LAG_BYTES=4194304", "RPMEM_ASYNC_ON_FAILURE=" + on_failure,
-		        // libpmemobj says only "creating remote replica #1 failed": ours says why.
-		        "RPMEM_LOG_LEVEL=1"},
-		    (local_ / "writer.err").string());
+		    environment, (local_ / "writer.err").string());
 		auto line = w->read_line(std::chrono::seconds(60));
 		INFO("the writer printed " << line.value_or("nothing") << "; its stderr:\n"
 		                           << slurp(local_ / "writer.err"));
@@ -295,6 +296,7 @@ public:
 	}
 
 	std::string writer_errors() const { return slurp(local_ / "writer.err"); }
+	const fs::path &dir() const { return local_; }
 
 	/** Waits until the writer committed `n` transactions (a bound, not a timing check). */
 	void wait_committed(std::uint64_t n, child &w)
@@ -510,4 +512,42 @@ TEST_CASE("async capi: a replica its killed writer left marked is refused until 
 	REQUIRE(again.status == 0);
 	CHECK((again.output == fmt::format("state {}\n", st.committed) ||
 	       again.output == fmt::format("state {}\n", st.started)));
+}
+
+TEST_CASE("async capi: RPMEM_STATS_FILE shows a running writer's pool, its mode and its lag",
+          "[capi][async][metrics]")
+{
+	seq_setup s;
+	const auto file = (s.dir() / "metrics.prom").string();
+	auto w = s.start("fail", {"RPMEM_STATS_FILE=" + file, "RPMEM_STATS_INTERVAL=100"});
+	s.wait_committed(300, *w);
+	// The file is rewritten every 100 ms while the writer runs: wait for one written after
+	// persists reached the replica (a bound on waiting, not a timing check).
+	process_result samples;
+	const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+	do {
+		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+		samples = metrics_samples(file);
+	} while ((samples.status != 0 ||
+	          sample_value(samples.output, "rpmem_operations_total", "op=\"flush\"") <= 0) &&
+	         std::chrono::steady_clock::now() < give_up);
+	INFO("parsed metrics:\n"
+	     << samples.output << "\nthe writer's stderr:\n"
+	     << s.writer_errors());
+	REQUIRE(samples.status == 0);
+	const auto &out = samples.output;
+	CHECK(sample_value(out, "rpmem_pool_info", "mode=\"async\"") == 1);
+	CHECK(sample_value(out, "rpmem_pool_info", "state=\"connected\"") == 1);
+	CHECK(sample_value(out, "rpmem_pool_up", "seq.set") == 1);
+	CHECK(sample_value(out, "rpmem_errors_total", "seq.set") == 0);
+	const double lag = sample_value(out, "rpmem_async_lag_bytes", "seq.set");
+	CHECK(lag >= 0);
+	// RPMEM_ASYNC_MAX_LAG_BYTES (4 MiB) is enforced once a persist is queued, so the lag may
+	// pass it by one persist (pmemobj_seq's are at most a few tens of KiB).
+	CHECK(lag <= 2 * 4194304);
+	CHECK(sample_value(out, "rpmem_async_lag_seconds", "seq.set") >= 0);
+	CHECK(sample_value(out, "rpmem_last_persist_timestamp_seconds", "seq.set") > 1.7e9);
+	w->kill(SIGKILL);
+	REQUIRE(w->wait(std::chrono::seconds(30)));
+	seq_setup::wait_rpmemd_gone();
 }

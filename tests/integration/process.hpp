@@ -32,4 +32,26 @@ inline process_result run(const std::string &command, const std::string &env = {
 	return r;
 }
 
+/** The samples of a metrics file (tests/support/metrics_samples.py: a parser from Debian). */
+inline process_result metrics_samples(const std::string &file)
+{
+	return run("/usr/bin/python3 " RPMEM_SOURCE_DIR "/tests/support/metrics_samples.py " +
+	           file);
+}
+
+/** The value of the first sample named `name` whose labels contain `labels`, or -1. */
+inline double sample_value(const std::string &samples, const std::string &name,
+                           const std::string &labels = {})
+{
+	std::size_t at = 0;
+	while ((at = samples.find(name + "{", at)) != std::string::npos) {
+		const auto end = samples.find('\n', at);
+		const auto line = samples.substr(at, end - at);
+		if ((at == 0 || samples[at - 1] == '\n') && line.find(labels) != std::string::npos)
+			return std::stod(line.substr(line.rfind(' ') + 1));
+		at = end;
+	}
+	return -1;
+}
+
 } // namespace rpmem::test

@@ -196,3 +196,46 @@ TEST_CASE("a failed remote create shows librpmem's reason on a terminal and in t
 		CHECK(slurp(log).find(reason) == std::string::npos);
 	}
 }
+
+TEST_CASE("RPMEM_STATS_FILE: a stock libpmemobj program leaves metrics a parser from Debian reads",
+          "[stock][pmemobj][metrics]")
+{
+	sshd server;
+	replicated_setup s(server);
+	const std::string ext = GENERATE(std::string(".prom"), std::string(".json"));
+	const auto file = fs::path(s.poolset()).parent_path() / ("metrics" + ext);
+	require_ok(run(s.example("create"), s.env() + " RPMEM_STATS_FILE=" + file.string() +
+	                                        " RPMEM_STATS_INTERVAL=100"),
+	           "06-pmemobj-replica create");
+	REQUIRE(fs::exists(file));
+	auto samples = metrics_samples(file.string());
+	INFO("the metrics file:\n" << slurp(file) << "\nparsed:\n" << samples.output);
+	REQUIRE(samples.status == 0);
+	const auto &out = samples.output;
+	const std::string pool = "descriptor=\"remote.set\"";
+	if (ext == ".prom") {
+		CHECK(sample_value(out, "rpmem_pool_info", "mode=\"sync\"") == 1);
+		CHECK(sample_value(out, "rpmem_pool_info", "state=\"closed\"") == 1);
+		CHECK(sample_value(out, "rpmem_pool_up", pool) == 0);
+		CHECK(sample_value(out, "rpmem_operations_total", "op=\"persist\"") > 0);
+		CHECK(sample_value(out, "rpmem_bytes_total", "op=\"persist\"") > 0);
+		CHECK(sample_value(out, "rpmem_round_trips_total", pool) > 0);
+		CHECK(sample_value(out, "rpmem_round_trip_seconds", "quantile=\"0.5\"") > 0);
+		CHECK(sample_value(out, "rpmem_errors_total", pool) == 0);
+		CHECK(sample_value(out, "rpmem_last_persist_timestamp_seconds", pool) > 1.7e9);
+		CHECK(sample_value(out, "rpmem_pool_lanes", pool) > 0);
+		CHECK(sample_value(out, "rpmem_async_lag_bytes") == -1); // sync mode: none
+	} else {
+		CHECK(out.find("rpmem_json_state{" + pool) != std::string::npos);
+		CHECK(out.find("} closed\n") != std::string::npos);
+		CHECK(sample_value(out, "rpmem_json_operations_persist", pool) > 0);
+		CHECK(sample_value(out, "rpmem_json_bytes_persist", pool) > 0);
+		CHECK(sample_value(out, "rpmem_json_errors", pool) == 0);
+		CHECK(sample_value(out, "rpmem_json_last_persist_unix_ns", pool) > 1.7e18);
+	}
+	// No temporary file is left beside it.
+	std::size_t files = 0;
+	for ([[maybe_unused]] const auto &f : fs::directory_iterator(file.parent_path()))
+		++files;
+	CHECK(files == 3); // pool.set, local.part and the metrics file: no temporary left
+}

@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "client/stats_export.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace rpmem::client
+{
+
+namespace
+{
+
+/** A label value with \, " and newline escaped (exposition format). */
+std::string label(std::string_view v)
+{
+	std::string out;
+	for (char c : v) {
+		if (c == '\\' || c == '"')
+			out += '\\', out += c;
+		else if (c == '\n')
+			out += "\\n";
+		else
+			out += c;
+	}
+	return out;
+}
+
+/** A JSON string. */
+std::string quoted(std::string_view v)
+{
+	std::string out = "\"";
+	for (char c : v) {
+		auto b = static_cast<unsigned char>(c);
+		if (c == '"' || c == '\\')
+			out += '\\', out += c;
+		else if (b < 0x20)
+			out += fmt::format("\\u{:04x}", b);
+		else
+			out += c;
+	}
+	return out + '"';
+}
+
+constexpr double quantiles[] = {0.5, 0.9, 0.99, 0.999};
+
+struct metric {
+	const char *name, *type, *help;
+};
+
+} // namespace
+
+std::int64_t unix_now_ns() noexcept
+{
+	timespec t{};
+	clock_gettime(CLOCK_REALTIME, &t);
+	return std::int64_t{t.tv_sec} * 1000000000 + t.tv_nsec;
+}
+
+std::string prometheus_text(const std::vector<pool_report> &pools, std::int64_t now_unix_ns)
+{
+	std::string out;
+	auto family_of = [&](const std::vector<pool_report> &which, const metric &m,
+	                     auto &&value_of) {
+		out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", m.name, m.help, m.name, m.type);
+		for (const auto &p : which) {
+			const auto labels = fmt::format("target=\"{}\",descriptor=\"{}\"",
+			                                label(p.target), label(p.descriptor));
+			value_of(p, [&](const std::string &extra, double v) {
+				out += fmt::format("{}{{{}{}}} {}\n", m.name, labels, extra, v);
+			});
+		}
+	};
+	auto family = [&](const metric &m, auto &&value_of) { family_of(pools, m, value_of); };
+	auto one = [](auto get) {
+		return [get](const pool_report &p, auto &&emit) { emit("", get(p)); };
+	};
+	family({"rpmem_pool_info", "gauge",
+	        "A pool this process has open (1); its provider, persist method, mode, state"},
+	       [](const pool_report &p, auto &&emit) {
+		       emit(fmt::format(",provider=\"{}\",method=\"{}\",mode=\"{}\",state=\"{}\"",
+		                        label(p.provider), label(p.method), p.mode, p.state),
+		            1.0);
+	       });
+	family({"rpmem_pool_up", "gauge",
+	        "1 while the pool's connection works, 0 after a failure or close"},
+	       one([](const pool_report &p) { return p.state == "connected" ? 1.0 : 0.0; }));
+	family({"rpmem_pool_lanes", "gauge", "Lanes granted"},
+	       one([](const pool_report &p) { return double(p.lanes); }));
+	family({"rpmem_operations_total", "counter", "Calls that reached the replica, by kind"},
+	       [](const pool_report &p, auto &&emit) {
+		       const auto &s = p.stats;
+		       emit(",op=\"persist\"", double(s.persists));
+		       emit(",op=\"flush\"", double(s.flushes));
+		       emit(",op=\"drain\"", double(s.drains));
+		       emit(",op=\"read\"", double(s.reads));
+		       emit(",op=\"deep_persist\"", double(s.deep_persists));
+	       });
+	family({"rpmem_bytes_total", "counter", "Bytes made durable on the replica, or read back"},
+	       [](const pool_report &p, auto &&emit) {
+		       emit(",op=\"persist\"", double(p.stats.bytes_persisted));
+		       emit(",op=\"read\"", double(p.stats.bytes_read));
+	       });
+	family({"rpmem_round_trips_total", "counter", "Round trips to the replica"},
+	       one([](const pool_report &p) { return double(p.stats.round_trips); }));
+	family({"rpmem_round_trip_seconds", "gauge",
+	        "Round-trip latency quantiles since the pool opened (upper bound of a power-of-two "
+	        "bucket)"},
+	       [](const pool_report &p, auto &&emit) {
+		       for (double q : quantiles)
+			       emit(fmt::format(",quantile=\"{}\"", q),
+			            double(p.stats.quantile_ns(q)) / 1e9);
+	       });
+	family({"rpmem_errors_total", "counter", "Calls on the pool that failed"},
+	       one([](const pool_report &p) { return double(p.errors); }));
+	family({"rpmem_last_persist_timestamp_seconds", "gauge",
+	        "When the last persist or drain returned successfully (0: none yet)"},
+	       one([](const pool_report &p) { return double(p.last_persist_unix_ns) / 1e9; }));
+	std::vector<pool_report> async;
+	for (const auto &p : pools)
+		if (p.lag_bytes)
+			async.push_back(p);
+	if (!async.empty()) {
+		family_of(
+		    async,
+		    {"rpmem_async_lag_bytes", "gauge",
+		     "Bytes persisted locally, not yet on the replica (RPMEM_REPLICATION=async)"},
+		    one([](const pool_report &p) { return double(*p.lag_bytes); }));
+		family_of(async,
+		          {"rpmem_async_lag_seconds", "gauge",
+		           "Age of the oldest persist not yet on the replica "
+		           "(RPMEM_REPLICATION=async)"},
+		          one([](const pool_report &p) { return p.lag_seconds.value_or(0.0); }));
+	}
+	out += fmt::format("# HELP rpmem_stats_timestamp_seconds When this file was written\n"
+	                   "# TYPE rpmem_stats_timestamp_seconds gauge\n"
+	                   "rpmem_stats_timestamp_seconds {}\n",
+	                   double(now_unix_ns) / 1e9);
+	return out;
+}
+
+std::string json_text(const std::vector<pool_report> &pools, std::int64_t now_unix_ns)
+{
+	std::string out = fmt::format("{{\"time_unix_ns\":{},\"pools\":[", now_unix_ns);
+	bool first = true;
+	for (const auto &p : pools) {
+		const auto &s = p.stats;
+		out += first ? "" : ",";
+		first = false;
+		out += fmt::format(
+		    "{{\"target\":{},\"descriptor\":{},\"provider\":{},\"method\":{},\"mode\":{},"
+		    "\"state\":{},\"lanes\":{},\"operations\":{{\"persist\":{},\"flush\":{},"
+		    "\"drain\":{},\"read\":{},\"deep_persist\":{}}},\"bytes\":{{\"persist\":{},"
+		    "\"read\":{}}},\"round_trips\":{},\"errors\":{},\"last_persist_unix_ns\":{}",
+		    quoted(p.target), quoted(p.descriptor), quoted(p.provider), quoted(p.method),
+		    quoted(p.mode), quoted(p.state), p.lanes, s.persists, s.flushes, s.drains,
+		    s.reads, s.deep_persists, s.bytes_persisted, s.bytes_read, s.round_trips,
+		    p.errors, p.last_persist_unix_ns);
+		out += ",\"round_trip_ns\":{";
+		constexpr const char *names[] = {"p50", "p90", "p99", "p999"};
+		static_assert(std::size(names) == std::size(quantiles));
+		for (std::size_t i = 0; i < std::size(quantiles); ++i)
+			out += fmt::format("{}\"{}\":{}", i ? "," : "", names[i],
+			                   s.quantile_ns(quantiles[i]));
+		out += "}";
+		if (p.lag_bytes)
+			out += fmt::format(",\"async_lag_bytes\":{},\"async_lag_seconds\":{}",
+			                   *p.lag_bytes, p.lag_seconds.value_or(0.0));
+		out += "}";
+	}
+	return out + "]}\n";
+}
+
+stats_exporter *stats_exporter::instance()
+{
+	static stats_exporter *const the = []() -> stats_exporter * {
+		const char *path = std::getenv("RPMEM_STATS_FILE");
+		if (!path || !*path)
+			return nullptr;
+		long long ms = 10000;
+		if (const char *i = std::getenv("RPMEM_STATS_INTERVAL"); i && *i) {
+			char *end = nullptr;
+			errno = 0;
+			ms = std::strtoll(i, &end, 10);
+			if (errno || *end || ms < 100) {
+				std::fprintf(
+				    stderr,
+				    "<librpmem>: RPMEM_STATS_INTERVAL='%s' is not a number of "
+				    "milliseconds of at least 100; using 10000\n",
+				    i);
+				ms = 10000;
+			}
+		}
+		// Never destroyed: pools may close (and report) during static destruction.
+		return new stats_exporter(path, std::chrono::milliseconds(ms));
+	}();
+	return the;
+}
+
+stats_exporter::stats_exporter(std::string path, std::chrono::milliseconds interval)
+    : path_(std::move(path)), interval_(interval), thread_([this] { run(); })
+{
+}
+
+stats_exporter::~stats_exporter()
+{
+	{
+		std::lock_guard g(mu_);
+		stop_ = true;
+	}
+	cv_.notify_all();
+	thread_.join();
+}
+
+std::uint64_t stats_exporter::add(source s)
+{
+	std::lock_guard g(mu_);
+	auto id = next_id_++;
+	sources_.emplace(id, std::move(s));
+	return id;
+}
+
+void stats_exporter::remove(std::uint64_t id, const pool_report &last)
+{
+	std::lock_guard g(mu_);
+	sources_.erase(id);
+	write_locked({last});
+}
+
+void stats_exporter::write_now()
+{
+	std::lock_guard g(mu_);
+	write_locked({});
+}
+
+void stats_exporter::run()
+{
+	std::unique_lock lock(mu_);
+	while (!stop_) {
+		cv_.wait_for(lock, interval_, [this] { return stop_; });
+		if (!stop_ && !sources_.empty())
+			write_locked({});
+	}
+}
+
+void stats_exporter::write_locked(const std::vector<pool_report> &extra)
+{
+	std::vector<pool_report> reports;
+	for (auto &[id, s] : sources_)
+		reports.push_back(s());
+	reports.insert(reports.end(), extra.begin(), extra.end());
+	const auto now = unix_now_ns();
+	const bool json = path_.size() >= 5 && path_.compare(path_.size() - 5, 5, ".json") == 0;
+	const std::string text = json ? json_text(reports, now) : prometheus_text(reports, now);
+	// Atomically: readers (node_exporter) never see half a file.
+	const std::string tmp = fmt::format("{}.{}.tmp", path_, ::getpid());
+	int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	bool ok = fd >= 0;
+	for (std::size_t done = 0; ok && done < text.size();) {
+		auto n = ::write(fd, text.data() + done, text.size() - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		ok = n > 0;
+		done += ok ? static_cast<std::size_t>(n) : 0;
+	}
+	int err = ok ? 0 : errno;
+	if (fd >= 0)
+		::close(fd);
+	if (ok && ::rename(tmp.c_str(), path_.c_str()) != 0) {
+		ok = false;
+		err = errno;
+	}
+	if (!ok) {
+		::unlink(tmp.c_str());
+		if (!warned_) // once: a metrics file must not flood the application's stderr
+			std::fprintf(
+			    stderr,
+			    "<librpmem>: cannot write the metrics file RPMEM_STATS_FILE=%s "
+			    "(%s): fix the path or its directory's permissions\n",
+			    path_.c_str(), std::strerror(err));
+		warned_ = true;
+	}
+}
+
+} // namespace rpmem::client

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Metrics without code changes: with RPMEM_STATS_FILE=PATH, librpmem writes what each open pool
+// of the process has done to PATH every RPMEM_STATS_INTERVAL ms (default 10000), atomically
+// (a temporary file renamed over PATH), and once more when a pool closes. PATH ending in
+// ".json" gets JSON; anything else the Prometheus text exposition format, as node_exporter's
+// textfile collector reads (name it *.prom in its directory). Schema: librpmem(7), METRICS.
+#pragma once
+
+#include "rpmem/pool_stats.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace rpmem::client
+{
+
+/** One pool's report. */
+struct pool_report {
+	std::string target, descriptor, provider, method;
+	std::string mode = "sync";       // "sync" or "async" (RPMEM_REPLICATION)
+	std::string state = "connected"; // "connected", "failed" (a call failed on the
+	                                 // connection) or "closed"
+	unsigned lanes = 0;
+	rpmem::pool_stats stats;
+	std::uint64_t errors = 0;               // calls on the pool that failed
+	std::int64_t last_persist_unix_ns = 0;  // last successful persist/drain; 0: none yet
+	std::optional<std::uint64_t> lag_bytes; // async only
+	std::optional<double> lag_seconds;      // async only: age of the oldest unreplicated
+};
+
+/** The Prometheus text exposition format (version 0.0.4) of the reports. */
+std::string prometheus_text(const std::vector<pool_report> &pools, std::int64_t now_unix_ns);
+/** The same as one JSON object: {"time_unix_ns":..,"pools":[...]} */
+std::string json_text(const std::vector<pool_report> &pools, std::int64_t now_unix_ns);
+
+/** Now, in ns since the epoch (the clock the reports use). */
+std::int64_t unix_now_ns() noexcept;
+
+/** Writes the reports of the registered pools to a file, periodically and at each removal. */
+class stats_exporter
+{
+public:
+	using source = std::function<pool_report()>;
+
+	/** The process's exporter; nullptr when RPMEM_STATS_FILE is not set. */
+	static stats_exporter *instance();
+
+	stats_exporter(std::string path, std::chrono::milliseconds interval);
+	~stats_exporter();
+	stats_exporter(const stats_exporter &) = delete;
+	stats_exporter &operator=(const stats_exporter &) = delete;
+
+	/** Registers a pool; `s` is called from the exporter's thread, under its lock. */
+	std::uint64_t add(source s);
+	/** Forgets the pool; the file is written once more with `last` (its final state). */
+	void remove(std::uint64_t id, const pool_report &last);
+	/** Writes the file now (the thread does it every interval). */
+	void write_now();
+
+private:
+	void run();
+	void write_locked(const std::vector<pool_report> &extra);
+
+	std::string path_;
+	std::chrono::milliseconds interval_;
+	std::mutex mu_;
+	std::condition_variable cv_;
+	std::map<std::uint64_t, source> sources_;
+	std::uint64_t next_id_ = 1;
+	bool stop_ = false;
+	bool warned_ = false;
+	std::thread thread_;
+};
+
+} // namespace rpmem::client

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The metrics file (RPMEM_STATS_FILE): both formats read back by parsers from Debian
+// (tests/support/metrics_samples.py), label values that need escaping survive, the file is
+// replaced atomically and a pool's last report is written when it is removed.
+#include "client/stats_export.hpp"
+
+#include "../integration/process.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace rpmem::client;
+using rpmem::test::metrics_samples;
+using rpmem::test::sample_value;
+
+namespace
+{
+
+pool_report sample_report()
+{
+	pool_report r;
+	r.target = "me@node\"2\\x";
+	r.descriptor = "pools/a b.set";
+	r.provider = "tcp";
+	r.method = "gpspm";
+	r.lanes = 4;
+	r.stats.persists = 10;
+	r.stats.bytes_persisted = 640;
+	r.stats.round_trips = 10;
+	r.stats.latency_ns_log2[14] = 9; // [16 us, 32 us)
+	r.stats.latency_ns_log2[20] = 1; // [1 ms, 2 ms)
+	r.errors = 2;
+	r.last_persist_unix_ns = 1'800'000'000'000'000'000;
+	return r;
+}
+
+struct temp_dir {
+	fs::path path = fs::temp_directory_path() / ("rpmem-stats-" + std::to_string(::getpid()));
+	temp_dir() { fs::create_directories(path); }
+	~temp_dir() { fs::remove_all(path); }
+};
+
+std::string slurp(const fs::path &p)
+{
+	std::ifstream f(p);
+	std::stringstream s;
+	s << f.rdbuf();
+	return s.str();
+}
+
+} // namespace
+
+TEST_CASE("the Prometheus text parses, escaped labels and quantiles included", "[stats]")
+{
+	temp_dir d;
+	auto async = sample_report();
+	async.descriptor = "async.set";
+	async.mode = "async";
+	async.lag_bytes = 4096;
+	async.lag_seconds = 0.25;
+	const auto file = d.path / "m.prom";
+	std::ofstream(file) << prometheus_text({sample_report(), async}, 1'800'000'000'000'000'000);
+	auto s = metrics_samples(file.string());
+	INFO(slurp(file) << "\nparsed:\n" << s.output);
+	REQUIRE(s.status == 0);
+	// The parser gives the label back unescaped.
+	CHECK(s.output.find("target=\"me@node\"2\\x\"") != std::string::npos);
+	CHECK(sample_value(s.output, "rpmem_operations_total", "op=\"persist\"") == 10);
+	CHECK(sample_value(s.output, "rpmem_errors_total", "a b.set") == 2);
+	CHECK(sample_value(s.output, "rpmem_round_trip_seconds", "quantile=\"0.5\"") ==
+	      Approx(32768e-9));
+	CHECK(sample_value(s.output, "rpmem_round_trip_seconds", "quantile=\"0.999\"") ==
+	      Approx(2097152e-9));
+	CHECK(sample_value(s.output, "rpmem_async_lag_bytes", "async.set") == 4096);
+	CHECK(sample_value(s.output, "rpmem_async_lag_bytes", "a b.set") == -1);
+	CHECK(sample_value(s.output, "rpmem_stats_timestamp_seconds") == Approx(1.8e9));
+}
+
+TEST_CASE("the exporter replaces the file whole and writes a removed pool's last report", "[stats]")
+{
+	temp_dir d;
+	const auto file = d.path / "m.json";
+	int calls = 0;
+	{
+		stats_exporter e(file.string(), std::chrono::milliseconds(3600000));
+		auto id = e.add([&] {
+			++calls;
+			return sample_report();
+		});
+		e.write_now();
+		auto s = metrics_samples(file.string());
+		INFO(slurp(file) << "\nparsed:\n" << s.output);
+		REQUIRE(s.status == 0);
+		CHECK(sample_value(s.output, "rpmem_json_operations_persist") == 10);
+		CHECK(s.output.find("} connected\n") != std::string::npos);
+		auto last = sample_report();
+		last.state = "closed";
+		last.stats.persists = 11;
+		e.remove(id, last);
+		auto after = metrics_samples(file.string());
+		INFO(slurp(file) << "\nparsed:\n" << after.output);
+		CHECK(sample_value(after.output, "rpmem_json_operations_persist") == 11);
+		CHECK(after.output.find("} closed\n") != std::string::npos);
+		CHECK(after.output.find("} connected\n") == std::string::npos);
+	}
+	CHECK(calls == 1); // the removed pool's source is not called again
+	std::size_t n = 0;
+	for ([[maybe_unused]] const auto &f : fs::directory_iterator(d.path))
+		++n;
+	CHECK(n == 1); // no temporary file left
+}
