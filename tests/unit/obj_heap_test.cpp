@@ -52,7 +52,8 @@ struct temp_pool {
 
 } // namespace
 
-TEST_CASE("no allocated object lies in what obj_unreplicated skips; free space does", "[pmdk][obj]")
+TEST_CASE("no allocated object lies in what obj_unreplicated skips, and free space does",
+          "[pmdk][obj]")
 {
 	temp_pool t;
 	const std::size_t pool_size = 64 << 20;
