@@ -6,8 +6,15 @@
 #   lib/pkgconfig/librpmem.pc             component dev
 #   lib/cmake/rpmem/ (rpmem::rpmem,       component dev
 #                     rpmem::cpp)
-#   bin/rpmemd, bin/rpmem, bin/rpmem-bench, etc/rpmemd/rpmemd.conf, man pages
-#                                         component daemon → rpmemd
+#   bin/rpmemd, etc/rpmemd/rpmemd.conf, rpmemd(1)
+#                                         component daemon → rpmemd (replica nodes)
+#   bin/rpmem, bin/rpmem-bench, bin/rpmem-floor, their pages, rpmem-poolset(5)
+#                                         component tools → rpmem-tools (either side; no
+#                                         SSH server pulled onto application hosts)
+#   share/doc/<package>/copyright, changelog.Debian.gz: every package
+#
+# Man pages are installed gzip -9n compressed, binaries stripped by CPack (the debug symbols
+# go to -dbgsym packages); the version carries epoch 1 so it sorts above PMDK-era 1.10.
 #
 # librpmem.so.1, librpmem.h and librpmem.pc are installed by lib/capi/CMakeLists.txt,
 # rpmemd by daemon/rpmemd.cmake; this file adds everything else (librpmemcpp.so.0, the C++ API
@@ -15,9 +22,9 @@
 # tools/rpmem/CMakeLists.txt.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS rpmem-tool RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT daemon)
+install(TARGETS rpmem-tool RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
 if(TARGET rpmem-bench)
-  install(TARGETS rpmem-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT daemon)
+  install(TARGETS rpmem-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
 endif()
 
 # The C++ API as a shared library: librpmemcpp.so.0 (SONAME) in the runtime package, the
@@ -50,66 +57,117 @@ endif()
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/rpmemd.conf DESTINATION ${RPMEM_CONF_DIR}
         COMPONENT daemon)
 
-# Man pages (roff, docs/man/*.[1-8]): section 3 and 7 describe the library (librpmem-dev, as
-# Debian ships API pages with -dev packages), 1 and 5 the daemon, the tool and pool sets.
+# Man pages (roff, docs/man/*.[1-8]), compressed as Debian ships them: section 3 and 7
+# describe the library (librpmem-dev, as Debian ships API pages with -dev packages), rpmemd(1)
+# the daemon; rpmem(1), rpmem-bench(1), rpmem-floor(1) and rpmem-poolset(5) go with the tools.
 file(GLOB RPMEM_MAN_PAGES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/man/*.[1-8])
+set(RPMEM_MAN_GZ)
 foreach(page ${RPMEM_MAN_PAGES})
   get_filename_component(name ${page} NAME)
   string(REGEX REPLACE ".*\\.([1-8])$" "\\1" section ${name})
   if(section STREQUAL "3" OR section STREQUAL "7")
     set(component dev)
-  else()
+  elseif(name STREQUAL "rpmemd.1")
     set(component daemon)
+  else()
+    set(component tools)
   endif()
-  install(FILES ${page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section} COMPONENT ${component})
+  set(gz ${CMAKE_BINARY_DIR}/man/${name}.gz)
+  add_custom_command(OUTPUT ${gz} COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/man
+    COMMAND gzip -9nc ${page} > ${gz} DEPENDS ${page} VERBATIM)
+  list(APPEND RPMEM_MAN_GZ ${gz})
+  install(FILES ${gz} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section} COMPONENT ${component})
+endforeach()
+add_custom_target(rpmem-man ALL DEPENDS ${RPMEM_MAN_GZ})
+
+# Debian's per-package documents: the copyright file and the changelog.
+set(RPMEM_DEB_VERSION "1:${PROJECT_VERSION}-1")
+configure_file(${PROJECT_SOURCE_DIR}/packaging/changelog.in ${CMAKE_BINARY_DIR}/packaging/changelog.Debian @ONLY)
+add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/packaging/changelog.Debian.gz
+  COMMAND gzip -9nc ${CMAKE_BINARY_DIR}/packaging/changelog.Debian > ${CMAKE_BINARY_DIR}/packaging/changelog.Debian.gz
+  DEPENDS ${CMAKE_BINARY_DIR}/packaging/changelog.Debian VERBATIM)
+add_custom_target(rpmem-changelog ALL DEPENDS ${CMAKE_BINARY_DIR}/packaging/changelog.Debian.gz)
+foreach(pair lib:librpmem1 dev:librpmem-dev daemon:rpmemd tools:rpmem-tools)
+  string(REPLACE ":" ";" pair ${pair})
+  list(GET pair 0 component)
+  list(GET pair 1 package)
+  install(FILES ${PROJECT_SOURCE_DIR}/packaging/copyright
+                ${CMAKE_BINARY_DIR}/packaging/changelog.Debian.gz
+          DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${package} COMPONENT ${component})
+  # lintian's findings we keep, each with its reason (packaging/lintian/<package>).
+  install(FILES ${PROJECT_SOURCE_DIR}/packaging/lintian/${package}
+          DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides COMPONENT ${component})
 endforeach()
 
-# --- CPack: three Debian packages, Debian's conventions -----------------------------------
+# --- CPack: four Debian packages, Debian's conventions -------------------------------------
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME rpmem)
 set(CPACK_PACKAGE_VENDOR "rpmem")
-set(CPACK_PACKAGE_CONTACT "rpmem maintainers <rpmem@localhost>")
+set(CPACK_PACKAGE_CONTACT "rpmem maintainers <maintainers@rpmem.example.org>")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Remote persistent memory replication (librpmem drop-in)")
+set(CPACK_DEBIAN_PACKAGE_EPOCH 1)   # above PMDK-era librpmem1/rpmemd 1.10 (bullseye)
+set(CPACK_DEBIAN_PACKAGE_RELEASE 1) # 1:0.1.0-1, as the changelog says
+# No CPACK_PACKAGE_DESCRIPTION_SUMMARY: CPack would put it before each package's own synopsis.
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_DEB_COMPONENT_INSTALL ON)
-set(CPACK_COMPONENTS_ALL lib dev daemon)
+set(CPACK_COMPONENTS_ALL lib dev daemon tools)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON) # Depends: from the binaries (dpkg-shlibdeps)
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
+# Binaries stripped, their debug symbols in <package>-dbgsym .ddebs (CPack strips them while
+# it extracts the symbols; CPACK_STRIP_FILES would leave it nothing to extract).
+set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)
 
+# A description is one string: its first line the synopsis, the rest CPack indents. (A CMake
+# list here would join its lines with ';'.)
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME librpmem1)
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
-set(CPACK_COMPONENT_LIB_DESCRIPTION
-  "Remote persistent memory replication library (drop-in for PMDK's librpmem)\n"
-  "librpmem.so.1 with PMDK's 12 functions: stock libpmemobj and libpmempool load it for\n"
-  "REPLICA lines in pool set files and replicate over SSH and libfabric to rpmemd.\n"
-  "librpmemcpp.so.0: the C++ API (rpmem::pool, rpmem::replicated_pool).")
+set(CPACK_DEBIAN_LIB_DESCRIPTION "Remote persistent memory replication library
+A drop-in for PMDK's librpmem: librpmem.so.1 with PMDK's 12 functions. Stock
+libpmemobj and libpmempool load it for REPLICA lines in pool set files and
+replicate over SSH and libfabric to rpmemd. librpmemcpp.so.0 is the C++ API
+(rpmem::pool, rpmem::replicated_pool).")
 set(CPACK_DEBIAN_LIB_PACKAGE_RECOMMENDS "openssh-client")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME librpmem-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_COMPONENT_DEV_DEPENDS lib)
-set(CPACK_COMPONENT_DEV_DESCRIPTION
-  "Remote persistent memory replication library - development files\n"
-  "librpmem.h, the C++ API headers (include/rpmem/), the librpmem.so and librpmemcpp.so\n"
-  "links, librpmem.pc, the CMake package (find_package(rpmem): targets rpmem::rpmem for\n"
-  "the C ABI, rpmem::cpp for the C++ API) and the API man pages.")
+set(CPACK_DEBIAN_DEV_DESCRIPTION "Remote persistent memory replication library - development files
+librpmem.h, the C++ API headers (include/rpmem/), the librpmem.so and
+librpmemcpp.so links, librpmem.pc, the CMake package (find_package(rpmem):
+rpmem::rpmem for the C ABI, rpmem::cpp for the C++ API) and the API manual
+pages (librpmem(7), rpmem_create(3) and the others).")
 
 set(CPACK_DEBIAN_DAEMON_PACKAGE_NAME rpmemd)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_RECOMMENDS "openssh-server")
-set(CPACK_COMPONENT_DAEMON_DESCRIPTION
-  "Remote persistent memory replication daemon and tools\n"
-  "rpmemd, started over SSH on replica nodes for each pool a client opens; rpmem, a tool\n"
-  "to create, inspect, verify, synchronize and promote replicas; rpmem-bench.")
+set(CPACK_DEBIAN_DAEMON_PACKAGE_SUGGESTS "rpmem-tools")
+set(CPACK_DEBIAN_DAEMON_DESCRIPTION "Remote persistent memory replication daemon
+rpmemd, started over SSH on a replica node for each pool a client (librpmem,
+libpmemobj with REPLICA lines) creates or opens.")
+
+set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME rpmem-tools)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_RECOMMENDS "openssh-client")
+set(CPACK_DEBIAN_TOOLS_DESCRIPTION "Remote persistent memory replication tools
+rpmem creates, inspects, verifies, synchronizes and promotes remote replicas of
+persistent memory pools (JSON output for monitoring); rpmem-bench measures the
+replication. For application hosts and replica nodes alike.")
 # dpkg's conffile handling for the example configuration under /etc.
 if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
   file(WRITE ${CMAKE_BINARY_DIR}/packaging/conffiles "${RPMEM_CONF_DIR}/rpmemd.conf\n")
   set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/packaging/conffiles)
 endif()
-# ldconfig triggers for the shared library.
-set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+# The shared libraries' shlibs (programs linked with them depend on librpmem1 (>= this
+# version)) and dpkg's ldconfig trigger, as Debian's library packages have them. (CPack's own
+# GENERATE_SHLIBS runs ldconfig from postinst/postrm instead, which lintian rejects.)
+file(WRITE ${CMAKE_BINARY_DIR}/packaging/lib/shlibs
+  "librpmem 1 librpmem1 (>= ${CPACK_DEBIAN_PACKAGE_EPOCH}:${PROJECT_VERSION})\n"
+  "librpmemcpp 0 librpmem1 (>= ${CPACK_DEBIAN_PACKAGE_EPOCH}:${PROJECT_VERSION})\n")
+file(WRITE ${CMAKE_BINARY_DIR}/packaging/lib/triggers "activate-noawait ldconfig\n")
+set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA
+  ${CMAKE_BINARY_DIR}/packaging/lib/shlibs ${CMAKE_BINARY_DIR}/packaging/lib/triggers)
 
 include(CPack)

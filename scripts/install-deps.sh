@@ -11,7 +11,7 @@ packages=(
   openssh-server openssh-client
   clang libclang-rt-14-dev clang-format gnuplot-nox
   iproute2 procps psmisc util-linux bsdutils file binutils
-  python3 python3-prometheus-client
+  python3 python3-prometheus-client lintian
 )
 
 missing=()
