@@ -8,6 +8,9 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
 
 namespace rpmem::client
 {
@@ -219,10 +222,67 @@ void control_session::ping(std::chrono::milliseconds timeout)
 		                                       host_));
 }
 
+namespace
+{
+
+/**
+ * Keep-alive pings and process exit. An application may exit with pools still open (PMDK
+ * allows it). exit() then runs OpenSSL's atexit cleanup, which frees the locks libssh's next
+ * ping needs: a keep-alive thread pinging at that moment crashed (seen under TSan: SEGV in
+ * RAND_bytes from the ping). Our handler, registered when the first keep-alive starts and so
+ * after OpenSSL's (handlers run in reverse order), runs first: it stops new pings and waits
+ * for the one in flight.
+ */
+struct exit_guard {
+	std::mutex mu;
+	std::condition_variable cv;
+	int in_flight = 0;
+	bool exiting = false;
+
+	static exit_guard &get()
+	{
+		static exit_guard *const g = new exit_guard(); // used while the process exits
+		return *g;
+	}
+	static void at_exit()
+	{
+		auto &g = get();
+		std::unique_lock lock(g.mu);
+		g.exiting = true;
+		// A ping is bounded by its own timeout; do not hold up exit much longer.
+		g.cv.wait_for(lock, std::chrono::seconds(5), [&] { return g.in_flight == 0; });
+	}
+	static void install()
+	{
+		static std::once_flag once;
+		std::call_once(once, [] { std::atexit(at_exit); });
+	}
+	/** False once the process is exiting: no more pings. */
+	bool enter()
+	{
+		std::lock_guard lock(mu);
+		if (exiting)
+			return false;
+		++in_flight;
+		return true;
+	}
+	void leave()
+	{
+		{
+			std::lock_guard lock(mu);
+			--in_flight;
+		}
+		cv.notify_all();
+	}
+};
+
+} // namespace
+
 void control_session::start_keepalive(std::chrono::milliseconds interval)
 {
 	if (interval.count() <= 0 || keepalive_.joinable())
 		return;
+	exit_guard::install();
 	keepalive_stop_ = false;
 	keepalive_ = std::thread([this, interval] { keepalive_loop(interval); });
 }
@@ -269,6 +329,18 @@ void control_session::keepalive_loop(std::chrono::milliseconds interval)
 		if (keepalive_cv_.wait_for(lock, interval, [this] { return keepalive_stop_; }))
 			return;
 		lock.unlock();
+		auto &guard = exit_guard::get();
+		if (!guard.enter()) {
+			// The process is exiting: no more pings. Wait for a close that may still
+			// come (from a static destructor) rather than end unjoined.
+			lock.lock();
+			keepalive_cv_.wait(lock, [this] { return keepalive_stop_; });
+			return;
+		}
+		struct leave_on_return {
+			exit_guard &g;
+			~leave_on_return() { g.leave(); }
+		} in_flight{guard};
 		try {
 			ping(ping_timeout);
 		} catch (const rpmem::error &e) {

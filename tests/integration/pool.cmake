@@ -27,3 +27,9 @@ target_include_directories(integration_async_capi PRIVATE ${PROJECT_SOURCE_DIR}/
 add_executable(rpmem_pmemobj_seq ${PROJECT_SOURCE_DIR}/tests/support/pmemobj_seq.c)
 target_link_libraries(rpmem_pmemobj_seq PRIVATE PkgConfig::PMEMOBJ)
 add_dependencies(integration_async_capi rpmem rpmemd rpmem-tool rpmem_pmemobj_seq)
+
+# A C program that exits with its pool open (capi_test: the keep-alive and process exit).
+add_executable(rpmem_exit_open ${PROJECT_SOURCE_DIR}/tests/support/exit_open.c)
+target_include_directories(rpmem_exit_open PRIVATE ${PROJECT_SOURCE_DIR}/include/rpmem)
+target_link_libraries(rpmem_exit_open PRIVATE rpmem)
+add_dependencies(integration_capi rpmem_exit_open)

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// exit_open TARGET POOLSET MICROSECONDS: creates a remote pool through the C ABI, persists a
+// page, lets the keep-alive run for MICROSECONDS, and returns from main with the pool still
+// open, as an application may (tests/integration/capi_test.cpp: exit with a pool open).
+#include <librpmem.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	if (argc != 4) {
+		fprintf(stderr, "usage: exit_open TARGET POOLSET MICROSECONDS\n");
+		return 2;
+	}
+	const size_t size = 8 << 20;
+	void *mem = aligned_alloc(4096, size);
+	if (!mem)
+		return 2;
+	memset(mem, 0x5a, size);
+	unsigned nlanes = 1;
+	RPMEMpool *pool = rpmem_create(argv[1], argv[2], mem, size, &nlanes, NULL);
+	if (!pool) {
+		fprintf(stderr, "rpmem_create: %s\n", rpmem_errormsg());
+		return 2;
+	}
+	if (rpmem_persist(pool, 4096, 4096, 0, 0) != 0) {
+		fprintf(stderr, "rpmem_persist: %s\n", rpmem_errormsg());
+		return 2;
+	}
+	usleep((useconds_t)atoi(argv[3]));
+	printf("exiting with the pool open\n");
+	return 0;
+}
