@@ -3,6 +3,7 @@
 // rpmemd cannot log, cannot reach its storage, never answers, or removes half a pool set.
 #include "process.hpp"
 #include "replica_fixture.hpp"
+#include "support/syslog_probe.hpp"
 
 #include "rpmem/error.hpp"
 
@@ -107,22 +108,7 @@ TEST_CASE("an unwritable --log-file stops rpmemd with a message the client shows
 	CHECK_THAT(removal.message(), Catch::Contains("cannot open log file"));
 }
 
-namespace
-{
-/** Whether something accepts syslog(3)'s datagrams on /dev/log (none does on these machines). */
-bool syslog_listens()
-{
-	sockaddr_un addr{};
-	addr.sun_family = AF_UNIX;
-	std::strcpy(addr.sun_path, "/dev/log");
-	int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	bool ok =
-	    fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr *>(&addr), sizeof addr) == 0;
-	if (fd >= 0)
-		::close(fd);
-	return ok;
-}
-} // namespace
+using rpmem::test::syslog_listens;
 
 TEST_CASE("rpmemd's default log level records each session with its version and how it persists",
           "[hardening][log]")

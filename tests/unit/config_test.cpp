@@ -3,6 +3,8 @@
 #include "config.hpp"
 #include "log.hpp"
 
+#include "../support/syslog_probe.hpp"
+
 #include <rpmem/error.hpp>
 
 #include <catch2/catch.hpp>
@@ -825,22 +827,7 @@ void log_every_level()
 
 } // namespace
 
-namespace
-{
-/** Whether something accepts syslog(3)'s datagrams on /dev/log. */
-bool syslog_listens()
-{
-	sockaddr_un addr{};
-	addr.sun_family = AF_UNIX;
-	std::strcpy(addr.sun_path, "/dev/log");
-	int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	bool ok =
-	    fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr *>(&addr), sizeof addr) == 0;
-	if (fd >= 0)
-		::close(fd);
-	return ok;
-}
-} // namespace
+using rpmem::test::syslog_listens;
 
 TEST_CASE("nothing is ever written to stdout, the protocol channel", "[log]")
 {
