@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "client/stats_export.hpp"
 
+#include "client/json.hpp"
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -30,22 +32,6 @@ std::string label(std::string_view v)
 			out += c;
 	}
 	return out;
-}
-
-/** A JSON string. */
-std::string quoted(std::string_view v)
-{
-	std::string out = "\"";
-	for (char c : v) {
-		auto b = static_cast<unsigned char>(c);
-		if (c == '"' || c == '\\')
-			out += '\\', out += c;
-		else if (b < 0x20)
-			out += fmt::format("\\u{:04x}", b);
-		else
-			out += c;
-	}
-	return out + '"';
 }
 
 constexpr double quantiles[] = {0.5, 0.9, 0.99, 0.999};
@@ -147,34 +133,48 @@ std::string prometheus_text(const std::vector<pool_report> &pools, std::int64_t 
 
 std::string json_text(const std::vector<pool_report> &pools, std::int64_t now_unix_ns)
 {
-	std::string out = fmt::format("{{\"time_unix_ns\":{},\"pools\":[", now_unix_ns);
-	bool first = true;
+	constexpr const char *names[] = {"p50", "p90", "p99", "p999"};
+	static_assert(std::size(names) == std::size(quantiles));
+	json j;
+	j.begin_object().member("time_unix_ns", now_unix_ns).key("pools").begin_array();
 	for (const auto &p : pools) {
 		const auto &s = p.stats;
-		out += first ? "" : ",";
-		first = false;
-		out += fmt::format(
-		    "{{\"target\":{},\"descriptor\":{},\"provider\":{},\"method\":{},\"mode\":{},"
-		    "\"state\":{},\"lanes\":{},\"operations\":{{\"persist\":{},\"flush\":{},"
-		    "\"drain\":{},\"read\":{},\"deep_persist\":{}}},\"bytes\":{{\"persist\":{},"
-		    "\"read\":{}}},\"round_trips\":{},\"errors\":{},\"last_persist_unix_ns\":{}",
-		    quoted(p.target), quoted(p.descriptor), quoted(p.provider), quoted(p.method),
-		    quoted(p.mode), quoted(p.state), p.lanes, s.persists, s.flushes, s.drains,
-		    s.reads, s.deep_persists, s.bytes_persisted, s.bytes_read, s.round_trips,
-		    p.errors, p.last_persist_unix_ns);
-		out += ",\"round_trip_ns\":{";
-		constexpr const char *names[] = {"p50", "p90", "p99", "p999"};
-		static_assert(std::size(names) == std::size(quantiles));
+		j.begin_object()
+		    .member("target", p.target)
+		    .member("descriptor", p.descriptor)
+		    .member("provider", p.provider)
+		    .member("method", p.method)
+		    .member("mode", p.mode)
+		    .member("state", p.state)
+		    .member("lanes", p.lanes)
+		    .key("operations")
+		    .begin_object()
+		    .member("persist", s.persists)
+		    .member("flush", s.flushes)
+		    .member("drain", s.drains)
+		    .member("read", s.reads)
+		    .member("deep_persist", s.deep_persists)
+		    .end_object()
+		    .key("bytes")
+		    .begin_object()
+		    .member("persist", s.bytes_persisted)
+		    .member("read", s.bytes_read)
+		    .end_object()
+		    .member("round_trips", s.round_trips)
+		    .member("errors", p.errors)
+		    .member("last_persist_unix_ns", p.last_persist_unix_ns)
+		    .key("round_trip_ns")
+		    .begin_object();
 		for (std::size_t i = 0; i < std::size(quantiles); ++i)
-			out += fmt::format("{}\"{}\":{}", i ? "," : "", names[i],
-			                   s.quantile_ns(quantiles[i]));
-		out += "}";
+			j.member(names[i], s.quantile_ns(quantiles[i]));
+		j.end_object();
 		if (p.lag_bytes)
-			out += fmt::format(",\"async_lag_bytes\":{},\"async_lag_seconds\":{}",
-			                   *p.lag_bytes, p.lag_seconds.value_or(0.0));
-		out += "}";
+			j.member("async_lag_bytes", *p.lag_bytes)
+			    .member("async_lag_seconds", p.lag_seconds.value_or(0.0));
+		j.end_object();
 	}
-	return out + "]}\n";
+	j.end_array().end_object();
+	return j.str() + "\n";
 }
 
 stats_exporter *stats_exporter::instance()

@@ -3,7 +3,7 @@
 // client core as librpmem (lib/client/remote_pool), so what works here works for applications.
 #include "tool.hpp"
 
-#include "json.hpp"
+#include "client/json.hpp"
 
 #include "client/remote_pool.hpp"
 #include "rpmem/error.hpp"

@@ -3,7 +3,7 @@
 // replica, range by range. verify reads the replica back through the data path
 // (remote_pool::read) and reports the ranges that differ; sync persists the master's ranges
 // to the replica (creating it if it was lost) and repairs its header links.
-#include "json.hpp"
+#include "client/json.hpp"
 #include "master.hpp"
 #include "progress.hpp"
 #include "tool.hpp"

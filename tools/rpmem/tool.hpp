@@ -58,7 +58,13 @@ std::string size_text(std::uint64_t bytes);
 std::uint64_t parse_size_arg(const std::string &text, const char *what);
 /** Prints attributes pmempool-info style, one "Name : value" line each. */
 void print_attr(const control::pool_attr &a);
+} // namespace rpmem::tool
+namespace rpmem
+{
 class json;
+}
+namespace rpmem::tool
+{
 /** The attributes as a JSON object's members (or "headers": false for a pool without). */
 void json_attr(json &j, const control::pool_attr &a);
 

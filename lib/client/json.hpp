@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// A small JSON writer for rpmem --json (RFC 8259): objects and arrays built in order, strings
-// escaped, numbers as unsigned or signed integers, booleans and null. Output is one line.
+// A small JSON writer (RFC 8259): objects and arrays built in order, strings escaped, integers,
+// doubles, booleans and null; one line. Used by rpmem --json (tools/rpmem) and the JSON metrics
+// file (stats_export). Header-only: pure code, no libfabric.
 #pragma once
 
 #include <fmt/format.h>
@@ -9,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace rpmem::tool
+namespace rpmem
 {
 
 class json
@@ -53,6 +54,12 @@ public:
 	{
 		separate();
 		out_ += std::to_string(n);
+		return *this;
+	}
+	json &value(double d)
+	{
+		separate();
+		out_ += fmt::format("{}", d);
 		return *this;
 	}
 	json &value(unsigned n) { return value(std::uint64_t{n}); }
@@ -116,4 +123,4 @@ private:
 	bool after_key_ = false;
 };
 
-} // namespace rpmem::tool
+} // namespace rpmem
