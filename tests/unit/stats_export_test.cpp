@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -113,4 +114,32 @@ TEST_CASE("the exporter replaces the file whole and writes a removed pool's last
 	for ([[maybe_unused]] const auto &f : fs::directory_iterator(d.path))
 		++n;
 	CHECK(n == 1); // no temporary file left
+}
+
+TEST_CASE("a metrics file that cannot be written is said once on stderr, naming it and why",
+          "[stats]")
+{
+	temp_dir d;
+	const auto file = d.path / "no-such-dir" / "m.prom";
+	const auto err_file = d.path / "stderr";
+	int saved = ::dup(2);
+	int fd = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	REQUIRE(fd >= 0);
+	::dup2(fd, 2);
+	::close(fd);
+	{
+		stats_exporter e(file.string(), std::chrono::milliseconds(3600000));
+		e.add([] { return sample_report(); });
+		e.write_now();
+		e.write_now();
+	}
+	::dup2(saved, 2);
+	::close(saved);
+	const auto err = slurp(err_file);
+	INFO("stderr:\n" << err);
+	CHECK(err.find("cannot write the metrics file RPMEM_STATS_FILE=" + file.string()) !=
+	      std::string::npos);
+	CHECK(err.find("No such file or directory") != std::string::npos);
+	CHECK(err.find("cannot write", err.find("cannot write") + 1) == std::string::npos); // once
+	CHECK(!fs::exists(file.parent_path()));
 }
