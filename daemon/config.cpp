@@ -44,6 +44,7 @@ constexpr std::array<setting_info, static_cast<std::size_t>(setting::count_)> se
     {setting::persist_commit, "persist-commit"},
     {setting::mr_mode, "mr-mode"},
     {setting::auth_timeout, "auth-timeout"},
+    {setting::block_checksums, "block-checksums"},
 }};
 
 std::string valid_keys()
@@ -116,6 +117,8 @@ bool &bool_field(config &cfg, setting s)
 		return cfg.persist_general;
 	case setting::persist_commit:
 		return cfg.persist_commit;
+	case setting::block_checksums:
+		return cfg.block_checksums;
 	default:
 		return cfg.use_syslog;
 	}
@@ -143,6 +146,7 @@ void apply(config &cfg, setting s, std::string_view value, const cmdline_mask &k
 	case setting::persist_general:
 	case setting::persist_commit:
 	case setting::use_syslog:
+	case setting::block_checksums:
 		return set(bool_field(cfg, s), bool_value(value));
 	case setting::wait:
 		return set(cfg.wait, parsed(value, rpmem::fabric::parse_wait_mode, "a way to wait",
@@ -195,6 +199,7 @@ const option long_options[] = {
     {"persist-commit", no_argument, nullptr, long_only(setting::persist_commit)},
     {"mr-mode", required_argument, nullptr, long_only(setting::mr_mode)},
     {"auth-timeout", required_argument, nullptr, long_only(setting::auth_timeout)},
+    {"block-checksums", required_argument, nullptr, long_only(setting::block_checksums)},
     {nullptr, 0, nullptr, 0},
 };
 

@@ -64,6 +64,9 @@ struct config {
 	// Extension: how long a connection to the fabric port may stay open without sending its
 	// connection request (the session secret) before rpmemd closes it (daemon/port_guard.hpp).
 	std::chrono::milliseconds auth_timeout{1000};
+	// Extension: answer clients' block checksum requests (delta resync reads the pool to hash
+	// it; "no" makes clients copy whole pools instead).
+	bool block_checksums = true;
 };
 
 /** The settings a config file may set; command-line values for them win over config files. */
@@ -79,6 +82,7 @@ enum class setting {
 	persist_commit,
 	mr_mode,
 	auth_timeout,
+	block_checksums,
 	count_
 };
 

@@ -1,7 +1,7 @@
 # The control loop of a session, with the fabric target behind a factory (session.hpp): unit
 # tested with a fake target, without libfabric.
 add_library(rpmemd_session STATIC session.cpp)
-target_link_libraries(rpmemd_session PUBLIC rpmemd_config rpmemd_store rpmemd_lane rpmem_control
+target_link_libraries(rpmemd_session PUBLIC rpmemd_config rpmemd_store rpmemd_lane rpmem_control rpmem_checksum
                       fmt::fmt)
 target_include_directories(rpmemd_session PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 

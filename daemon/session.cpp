@@ -4,9 +4,11 @@
 #include "log.hpp"
 #include "target.hpp"
 
+#include "checksum/block_sums.hpp"
 #include "control/codec.hpp"
 #include "rpmem/error.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -23,6 +25,10 @@ namespace
 
 /** How long the rest of a frame may take once its first byte arrived. */
 inline constexpr std::chrono::milliseconds frame_timeout{5000};
+
+/** Bytes hashed per checksum_resp at most: each answer comes within a fraction of a second
+ *  even with large blocks, so the client's per-message timeout never needs to grow. */
+inline constexpr std::uint64_t checksum_bytes_per_message = 256u << 20;
 
 /** A stream whose first byte was already read (to wait for a frame without cutting it). */
 class prefetched_stream final : public rpmem::byte_stream
@@ -201,10 +207,17 @@ private:
 			auto req = decode_or_refuse<ctl::close_request>(msg);
 			return req ? close(*req) : exit_protocol;
 		}
+		case ctl::msg_type::checksum: {
+			auto req = decode_or_refuse<ctl::checksum_request>(msg);
+			if (!req)
+				return exit_protocol;
+			checksums(*req);
+			return std::nullopt;
+		}
 		default:
 			throw ctl::protocol_error(fmt::format(
 			    "unexpected message type {} ({}) from the client: only "
-			    "create, open, set_attr, ping and close are requests",
+			    "create, open, set_attr, checksum, ping and close are requests",
 			    static_cast<unsigned>(msg.type), ctl::msg_type_name(msg.type)));
 		}
 	}
@@ -236,6 +249,10 @@ private:
 			break;
 		case ctl::msg_type::open:
 			reply_error(ctl::msg_type::open_resp, st, EPROTO, why);
+			break;
+		case ctl::msg_type::checksum:
+			ctl::send(
+			    io_, ctl::encode(ctl::checksum_response{st, EPROTO, why, 0, true, {}}));
 			break;
 		default: {
 			ctl::status_response resp{st, EPROTO, why};
@@ -341,6 +358,58 @@ private:
 		if (resp.st != ctl::status::success)
 			log_err("{}: set_attr: {}", peer_, resp.message);
 		ctl::send(io_, ctl::encode(resp, ctl::msg_type::set_attr_resp));
+	}
+
+	/**
+	 * Answers a checksum request: the blocks' sums in order, in messages of at most
+	 * max_checksums_per_message sums and checksum_bytes_per_message bytes hashed, or one
+	 * failure. The pool's bytes are what persists made durable: the client sends no data
+	 * meanwhile (its resync holds every writer).
+	 */
+	void checksums(const ctl::checksum_request &req)
+	{
+		auto fail = [&](ctl::status st, int err, std::string why) {
+			log_err("{}: checksum request refused: {}", peer_, why);
+			ctl::send(
+			    io_,
+			    ctl::encode(ctl::checksum_response{
+			        st, static_cast<std::uint32_t>(err), std::move(why), 0, true, {}}));
+		};
+		if (!cfg_.block_checksums)
+			return fail(
+			    ctl::status::unsupported, ENOTSUP,
+			    "block checksums are turned off on this replica node (rpmemd "
+			    "block-checksums = no): copy the whole pool instead, or turn them on");
+		if (!pool_)
+			return fail(
+			    ctl::status::fatal, EINVAL,
+			    "checksum request before create or open: no pool is open in this "
+			    "session");
+		if (req.offset + req.length > region_->size())
+			return fail(
+			    ctl::status::badsize, EFBIG,
+			    fmt::format("checksum range [{}, {}) is outside the {} bytes of pool "
+			                "set '{}' the client registered",
+			                req.offset, req.offset + req.length, region_->size(),
+			                pool_->descriptor()));
+		const std::uint64_t block = req.block_size;
+		const std::uint64_t nblocks = rpmem::checksum::block_count(req.length, block);
+		const std::uint64_t per_message = std::clamp<std::uint64_t>(
+		    checksum_bytes_per_message / block, 1, ctl::max_checksums_per_message);
+		const std::uint8_t *base = region_->base() + req.offset;
+		ctl::checksum_response resp;
+		for (std::uint64_t first = 0; first < nblocks; first += per_message) {
+			const std::uint64_t n = std::min(per_message, nblocks - first);
+			const std::uint64_t from = first * block;
+			const std::uint64_t len = std::min(n * block, req.length - from);
+			resp.first_block = first;
+			resp.last = first + n == nblocks;
+			resp.sums.resize(n);
+			rpmem::checksum::blocks(base + from, len, req.block_size, resp.sums);
+			ctl::send(io_, ctl::encode(resp));
+		}
+		log_info("{}: checksums of [{}, {}) sent: {} blocks of {} bytes", peer_, req.offset,
+		         req.offset + req.length, nblocks, block);
 	}
 
 	std::optional<int> close(const ctl::close_request &req)

@@ -31,7 +31,7 @@ std::string usage(std::string_view program)
 	    "                            is on real pmem and NIC writes are durable\n"
 	    "      --persist-general     use the General Purpose Server Persistency Method\n"
 	    "      --use-syslog          log to syslog (the default)\n"
-	    "      --log-level <level>   err, warn, notice, info or debug (default err)\n"
+	    "      --log-level <level>   err, warn, notice, info or debug (default notice)\n"
 	    "      --heartbeat-timeout <ms>\n"
 	    "                            give up on a silent client after <ms> milliseconds\n"
 	    "                            (1 to {}, default 5000)\n"
@@ -45,11 +45,15 @@ std::string usage(std::string_view program)
 	    "      --auth-timeout <ms>   close a connection to the fabric port that has not\n"
 	    "                            sent its connection request within <ms> (10 to {},\n"
 	    "                            default 1000)\n"
+	    "      --block-checksums <yes|no>\n"
+	    "                            answer clients' block checksum requests (delta\n"
+	    "                            resync; default yes; no: clients copy whole pools)\n"
 	    "\n"
 	    "Config files: /etc/rpmemd/rpmemd.conf, then ~/.rpmemd.conf (or only --config).\n"
 	    "One 'key = value' per line, '#' starts a comment, booleans are yes or no.\n"
 	    "Keys: log-file, poolset-dir, persist-apm, persist-general, use-syslog,\n"
-	    "log-level, heartbeat-timeout, wait, persist-commit, mr-mode, auth-timeout.\n"
+	    "log-level, heartbeat-timeout, wait, persist-commit, mr-mode, auth-timeout,\n"
+	    "block-checksums.\n"
 	    "Command-line options override config files.\n",
 	    program, max_nthreads, max_heartbeat_ms, max_auth_timeout_ms);
 }

@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config ninja-build
   libfabric-dev libfabric-bin
   libpmem-dev libpmem2-dev libpmemobj-dev libpmempool-dev pmdk-tools
-  libssh-dev catch2 libfmt-dev libcli11-dev
+  libssh-dev catch2 libfmt-dev libcli11-dev libxxhash-dev
   openssh-server openssh-client
   clang libclang-rt-14-dev clang-format gnuplot-nox
   iproute2 procps psmisc util-linux bsdutils file binutils

@@ -69,6 +69,8 @@ std::vector<std::uint8_t> encode(const close_request &m);
 std::vector<std::uint8_t> encode(const status_response &m, msg_type type);
 std::vector<std::uint8_t> encode(const ping &m);
 std::vector<std::uint8_t> encode(const pong &m);
+std::vector<std::uint8_t> encode(const checksum_request &m);
+std::vector<std::uint8_t> encode(const checksum_response &m);
 
 // Each decoder takes a body (the frame without its header). The type argument selects the
 // type-specific rules (an open request carries no attributes) and names the message in errors.
@@ -90,6 +92,11 @@ status_response decode_status_response(std::span<const std::uint8_t> body,
                                        msg_type type = msg_type::set_attr_resp);
 ping decode_ping(std::span<const std::uint8_t> body);
 pong decode_pong(std::span<const std::uint8_t> body);
+/** block_size a power of two in [min_checksum_block, max_checksum_block], length > 0, the
+ *  range not wrapping, a known algorithm. */
+checksum_request decode_checksum_request(std::span<const std::uint8_t> body);
+/** At most max_checksums_per_message sums; a failure carries none and is the last. */
+checksum_response decode_checksum_response(std::span<const std::uint8_t> body);
 
 /** A received frame whose header was validated; the body is not decoded yet. */
 struct message {
@@ -110,7 +117,7 @@ message receive(rpmem::byte_stream &stream, std::chrono::milliseconds timeout);
 /**
  * Decodes a received message as T; m.type must be one T is sent as (pool_request: create or open,
  * pool_response: create_resp or open_resp, status_response: set_attr_resp or close_resp, the
- * others their own type). Defined for the eight message structs.
+ * others their own type). Defined for the ten message structs.
  */
 template <class T> T decode(const message &m);
 
@@ -122,6 +129,8 @@ template <> close_request decode<close_request>(const message &m);
 template <> status_response decode<status_response>(const message &m);
 template <> ping decode<ping>(const message &m);
 template <> pong decode<pong>(const message &m);
+template <> checksum_request decode<checksum_request>(const message &m);
+template <> checksum_response decode<checksum_response>(const message &m);
 
 /** Throws protocol_error "expected <expected> message, received <got>" unless they are equal. */
 void check_type(msg_type expected, msg_type got);

@@ -53,6 +53,10 @@ const char *msg_type_name(msg_type t) noexcept
 		return "ping";
 	case msg_type::pong:
 		return "pong";
+	case msg_type::checksum:
+		return "checksum";
+	case msg_type::checksum_resp:
+		return "checksum_resp";
 	}
 	return "unknown";
 }
@@ -61,7 +65,7 @@ bool is_known(msg_type t) noexcept
 {
 	auto v = static_cast<std::uint16_t>(t);
 	return v >= static_cast<std::uint16_t>(msg_type::hello) &&
-	       v <= static_cast<std::uint16_t>(msg_type::pong);
+	       v <= static_cast<std::uint16_t>(msg_type::checksum_resp);
 }
 
 frame_header decode_header(std::span<const std::uint8_t, header_size> bytes)
@@ -184,6 +188,18 @@ template <> pong decode<pong>(const message &m)
 {
 	check_type(msg_type::pong, m.type);
 	return decode_pong(m.body);
+}
+
+template <> checksum_request decode<checksum_request>(const message &m)
+{
+	check_type(msg_type::checksum, m.type);
+	return decode_checksum_request(m.body);
+}
+
+template <> checksum_response decode<checksum_response>(const message &m)
+{
+	check_type(msg_type::checksum_resp, m.type);
+	return decode_checksum_response(m.body);
 }
 
 } // namespace rpmem::control

@@ -10,14 +10,16 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace rpmem::control
 {
 
 inline constexpr std::uint32_t frame_magic = 0x4d505052; // "RPPM" read little-endian
 inline constexpr std::uint16_t proto_major = 1;
-/** 1.1: persist_method::commit (rpmemd offers it only to a client that announced 1.1). */
-inline constexpr std::uint16_t proto_minor = 1;
+/** 1.1: persist_method::commit (rpmemd offers it only to a client that announced 1.1).
+ *  1.2: checksum requests (block checksums of the pool, for delta resync). */
+inline constexpr std::uint16_t proto_minor = 2;
 inline constexpr std::size_t header_size = 12;
 /** No message may be larger than this (header included): no unbounded allocation. */
 inline constexpr std::size_t max_message_size = 64 * 1024;
@@ -25,17 +27,19 @@ inline constexpr std::size_t max_string = 4096;
 inline constexpr std::size_t secret_size = 32;
 
 enum class msg_type : std::uint16_t {
-	hello = 1,         // daemon -> client, first message of a session
-	create = 2,        // client -> daemon
-	create_resp = 3,   // daemon -> client
-	open = 4,          // client -> daemon
-	open_resp = 5,     // daemon -> client
-	set_attr = 6,      // client -> daemon
-	set_attr_resp = 7, // daemon -> client
-	close = 8,         // client -> daemon
-	close_resp = 9,    // daemon -> client
-	ping = 10,         // client -> daemon: liveness check
-	pong = 11,         // daemon -> client
+	hello = 1,          // daemon -> client, first message of a session
+	create = 2,         // client -> daemon
+	create_resp = 3,    // daemon -> client
+	open = 4,           // client -> daemon
+	open_resp = 5,      // daemon -> client
+	set_attr = 6,       // client -> daemon
+	set_attr_resp = 7,  // daemon -> client
+	close = 8,          // client -> daemon
+	close_resp = 9,     // daemon -> client
+	ping = 10,          // client -> daemon: liveness check
+	pong = 11,          // daemon -> client
+	checksum = 12,      // client -> daemon, since 1.2: checksums of blocks of the pool
+	checksum_resp = 13, // daemon -> client: one or more per checksum request
 };
 
 /** PMDK's remote status codes (librpmem 1.12 rpmem_common.h), same values. */
@@ -54,8 +58,9 @@ enum class status : std::uint32_t {
 	noexist = 11,
 	noaccess = 12,
 	pool_cfg = 13,
+	unsupported = 14, // ours, since 1.2: this rpmemd does not serve the request (ENOTSUP)
 };
-inline constexpr std::uint32_t status_count = 14;
+inline constexpr std::uint32_t status_count = 15;
 
 /** errno PMDK's librpmem maps the status to (EPROTONOSUPPORT, EINVAL, EFBIG, ...). */
 int status_errno(status s) noexcept;
@@ -160,6 +165,51 @@ struct status_response {
 	std::string message;
 
 	bool operator==(const status_response &) const = default;
+};
+
+/** Since 1.2: a daemon whose hello announces an older minor does not know checksum requests. */
+inline constexpr std::uint16_t checksum_since_minor = 2;
+
+/** Block checksum algorithms (checksum_request::algorithm). */
+enum class checksum_algorithm : std::uint32_t {
+	xxh3_128 = 1, // XXH3, 128-bit (libxxhash)
+};
+inline constexpr std::uint32_t min_checksum_block = 4096;
+inline constexpr std::uint32_t max_checksum_block = 64u << 20;
+/** Checksums one checksum_resp carries at most (32 KiB of them). */
+inline constexpr std::uint32_t max_checksums_per_message = 2048;
+
+/** One block's checksum (XXH3-128: low and high halves). */
+struct block_sum {
+	std::uint64_t lo = 0;
+	std::uint64_t hi = 0;
+
+	bool operator==(const block_sum &) const = default;
+};
+
+/**
+ * Checksums of the blocks of [offset, offset + length) of the pool, block_size bytes each (the
+ * last one shorter when length is not a multiple). Answered by checksum_resp messages in order,
+ * the last with last = true, or by one with a failure status.
+ */
+struct checksum_request {
+	std::uint64_t offset = 0;
+	std::uint64_t length = 0;
+	std::uint32_t block_size = 64 * 1024; // a power of two, min..max_checksum_block
+	checksum_algorithm algorithm = checksum_algorithm::xxh3_128;
+
+	bool operator==(const checksum_request &) const = default;
+};
+
+struct checksum_response {
+	status st = status::success;
+	std::uint32_t err = 0;
+	std::string message;           // what failed, when st != success
+	std::uint64_t first_block = 0; // index of sums[0], counted from the request's offset
+	bool last = false;             // the final response to the request
+	std::vector<block_sum> sums;   // at most max_checksums_per_message
+
+	bool operator==(const checksum_response &) const = default;
 };
 
 struct ping {

@@ -33,6 +33,7 @@ constexpr status_info status_table[status_count] = {
     {ENOENT, "Pool set or its part doesn't exist or it is unavailable"},
     {EACCES, "Pool set permission denied"},
     {EINVAL, "Invalid pool set configuration"},
+    {ENOTSUP, "Operation not supported by rpmemd"},
 };
 
 } // namespace

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target for the control-protocol decoders (lib/control/codec.cpp).
 //
-// Every input is tried as the body of each of the eleven message types, and as a stream of
+// Every input is tried as the body of each of the thirteen message types, and as a stream of
 // frames read with receive() (a seed holding one complete frame starts there). Decoders may only
 // accept or throw protocol_error; anything else (a crash, a sanitizer report, another exception) is
 // a bug. A decoded message must re-encode to exactly the input bytes: the encoding is canonical,
@@ -43,6 +43,10 @@ std::vector<std::uint8_t> reencode(const message &m)
 		return encode(decode<ping>(m));
 	case msg_type::pong:
 		return encode(decode<pong>(m));
+	case msg_type::checksum:
+		return encode(decode<checksum_request>(m));
+	case msg_type::checksum_resp:
+		return encode(decode<checksum_response>(m));
 	}
 	std::abort(); // receive() and decode_header() only return known types
 }
@@ -108,7 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 {
 	std::span<const std::uint8_t> in(data, size);
 	std::vector<std::uint8_t> body(in.begin(), in.end());
-	for (std::uint16_t t = 1; t <= static_cast<std::uint16_t>(msg_type::pong); ++t)
+	for (std::uint16_t t = 1; t <= static_cast<std::uint16_t>(msg_type::checksum_resp); ++t)
 		check_canonical(message{static_cast<msg_type>(t), body});
 	fuzz_stream(in);
 	return 0;

@@ -103,6 +103,20 @@ inline status_response sample_status_response()
 	return status_response{status::fatal, EIO, "writing the pool header failed: I/O error"};
 }
 
+inline checksum_request sample_checksum_request()
+{
+	return checksum_request{4096, 1u << 30, 1u << 16, checksum_algorithm::xxh3_128};
+}
+
+inline checksum_response sample_checksum_response()
+{
+	checksum_response m;
+	m.first_block = 2048;
+	m.last = true;
+	m.sums = {{0x0123456789abcdef, 0xfedcba9876543210}, {1, 2}, {0, 0}};
+	return m;
+}
+
 /** A sample frame and a function that decodes a message of its type (result dropped). */
 struct sample {
 	std::string name;
@@ -133,6 +147,8 @@ inline std::vector<sample> all_samples()
 	     decoder<status_response>()},
 	    {"ping", encode(ping{0x0123456789abcdef}), decoder<ping>()},
 	    {"pong", encode(pong{0xfedcba9876543210}), decoder<pong>()},
+	    {"checksum", encode(sample_checksum_request()), decoder<checksum_request>()},
+	    {"checksum_resp", encode(sample_checksum_response()), decoder<checksum_response>()},
 	};
 }
 

@@ -134,6 +134,86 @@ TEST_CASE("every message survives a round trip with every field set", "[control]
 	check_round_trip(ping{0x0123456789abcdef}, encode(ping{0x0123456789abcdef}),
 	                 msg_type::ping);
 	check_round_trip(pong{~0ull}, encode(pong{~0ull}), msg_type::pong);
+	check_round_trip(sample_checksum_request(), encode(sample_checksum_request()),
+	                 msg_type::checksum);
+	check_round_trip(sample_checksum_response(), encode(sample_checksum_response()),
+	                 msg_type::checksum_resp);
+	checksum_response full;
+	full.sums.resize(max_checksums_per_message, block_sum{~0ull, 7});
+	check_round_trip(full, encode(full), msg_type::checksum_resp);
+	checksum_response failed{status::unsupported, ENOTSUP, "checksums are off", 0, true, {}};
+	check_round_trip(failed, encode(failed), msg_type::checksum_resp);
+}
+
+TEST_CASE("golden bytes: checksum request and response", "[control][codec]")
+{
+	const bytes req = {
+	    0x52, 0x50, 0x50, 0x4d, 0x0c, 0x00, 0x00, 0x00, 0x24, 0x00, 0x00, 0x00, // header
+	    0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,                         // offset 4096
+	    0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00, 0x00,                         // length 1 GiB
+	    0x00, 0x00, 0x01, 0x00, // block_size 64 KiB
+	    0x01, 0x00, 0x00, 0x00, // algorithm xxh3_128
+	};
+	CHECK(encode(sample_checksum_request()) == req);
+	checksum_response m;
+	m.first_block = 3;
+	m.sums = {{0x1122334455667788, 0x99}};
+	const bytes resp = {
+	    0x52, 0x50, 0x50, 0x4d, 0x0d, 0x00, 0x00, 0x00, 0x33, 0x00, 0x00, 0x00, // header
+	    0x00, 0x00, 0x00, 0x00,                         // status success
+	    0x00, 0x00, 0x00, 0x00,                         // err
+	    0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // first_block
+	    0x00,                                           // last
+	    0x01, 0x00, 0x00, 0x00,                         // count
+	    0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, // sums[0].lo
+	    0x99, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // sums[0].hi
+	    0x00, 0x00,                                     // message ""
+	};
+	CHECK(encode(m) == resp);
+}
+
+TEST_CASE("checksum requests and responses are validated", "[control][codec]")
+{
+	const bytes req = body_of(encode(sample_checksum_request()));
+	auto bad_req = [&](std::size_t off, std::uint64_t v, int n,
+	                   std::initializer_list<std::string_view> words) {
+		bytes b = req;
+		patch(b, off, v, n);
+		require_proto_error([&] { decode_checksum_request(b); }, words);
+	};
+	bad_req(8, 0, 8, {"checksum", "length", "is 0"});
+	bad_req(0, ~0ull, 8, {"offset + length", "wraps around"});
+	bad_req(16, 4095, 4, {"block_size", "is 4095"});
+	bad_req(16, 3u << 16, 4, {"block_size", "not a power of two"});
+	bad_req(16, 128u << 20, 4, {"block_size", "is 134217728"});
+	bad_req(20, 2, 4, {"algorithm", "is 2"});
+	bytes ok = req;
+	patch(ok, 16, min_checksum_block, 4);
+	CHECK(decode_checksum_request(ok).block_size == min_checksum_block);
+	patch(ok, 16, max_checksum_block, 4);
+	CHECK(decode_checksum_request(ok).block_size == max_checksum_block);
+
+	// count over the limit: refused before anything is allocated for it.
+	bytes resp = body_of(encode(sample_checksum_response()));
+	patch(resp, 17, max_checksums_per_message + 1, 4);
+	require_proto_error([&] { decode_checksum_response(resp); },
+	                    {"checksum_resp", "count", "2049", "over the limit"});
+	patch(resp, 17, 0xffffffff, 4);
+	require_proto_error([&] { decode_checksum_response(resp); }, {"count", "over the limit"});
+	// count larger than what follows: cut short.
+	resp = body_of(encode(sample_checksum_response()));
+	patch(resp, 17, 4, 4);
+	require_proto_error([&] { decode_checksum_response(resp); }, {"cut short"});
+	// A failure carries no sums and ends the answer.
+	checksum_response failed{status::fatal, EIO, "read error", 0, true, {}};
+	bytes f = body_of(encode(failed));
+	patch(f, 16, 0, 1);
+	require_proto_error([&] { decode_checksum_response(f); }, {"last", "failure response"});
+	failed.sums.push_back({});
+	REQUIRE_THROWS_AS(encode(failed), rpmem::error);
+	bytes bad_last = body_of(encode(sample_checksum_response()));
+	patch(bad_last, 16, 2, 1);
+	require_proto_error([&] { decode_checksum_response(bad_last); }, {"last", "bool"});
 }
 
 TEST_CASE("golden bytes: frame header and ping", "[control][codec]")
@@ -158,7 +238,7 @@ TEST_CASE("golden bytes: hello", "[control][codec]")
 	m.message = "x";
 	const bytes expected = {
 	    0x52, 0x50, 0x50, 0x4d, 0x01, 0x00, 0x00, 0x00, 0x22, 0x00, 0x00, 0x00, // header
-	    0x01, 0x00, 0x01, 0x00,                  // major 1, minor 1
+	    0x01, 0x00, 0x02, 0x00,                  // major 1, minor 2
 	    0x06, 0x00, 0x00, 0x00,                  // status fatal
 	    0x0d, 0x00, 0x00, 0x00,                  // err
 	    0x05, 0x00, '0',  '.',  '1',  '.',  '0', // daemon_version
@@ -199,7 +279,7 @@ TEST_CASE("frame headers are validated", "[control][codec]")
 	};
 	require_proto_error([&] { decode_patched(0, 0x4d505053, 4); }, {"magic", "0x4d505053"});
 	require_proto_error([&] { decode_patched(4, 0, 2); }, {"unknown message type 0"});
-	require_proto_error([&] { decode_patched(4, 12, 2); }, {"unknown message type 12"});
+	require_proto_error([&] { decode_patched(4, 14, 2); }, {"unknown message type 14"});
 	require_proto_error([&] { decode_patched(4, 0xffff, 2); }, {"unknown message type 65535"});
 	require_proto_error([&] { decode_patched(6, 0x8000, 2); }, {"flags", "0x8000"});
 	require_proto_error([&] { decode_patched(8, header_size - 1, 4); }, {"length 11"});
@@ -325,7 +405,7 @@ TEST_CASE("protocol versions", "[control][codec]")
 		r.major = proto_major + 1;
 		r.minor = 4;
 		require_proto_error([&] { decode_pool_request(r.body(), msg_type::open); },
-		                    {"open", "major", "2.4", "1.1"});
+		                    {"open", "major", "2.4", "1.2"});
 	}
 }
 
@@ -373,7 +453,9 @@ TEST_CASE("message type names", "[control][codec]")
 	CHECK(std::string(msg_type_name(msg_type::set_attr_resp)) == "set_attr_resp");
 	CHECK(std::string(msg_type_name(static_cast<msg_type>(0))) == "unknown");
 	CHECK(is_known(msg_type::pong));
-	CHECK_FALSE(is_known(static_cast<msg_type>(12)));
+	CHECK(is_known(msg_type::checksum_resp));
+	CHECK(std::string(msg_type_name(msg_type::checksum)) == "checksum");
+	CHECK_FALSE(is_known(static_cast<msg_type>(14)));
 }
 
 TEST_CASE("status errno and text match PMDK's table", "[control][status]")
@@ -382,7 +464,7 @@ TEST_CASE("status errno and text match PMDK's table", "[control][status]")
 		int errnum;
 		const char *text;
 	};
-	// librpmem 1.12 rpmem_util.c:20-81 (reference §1.6), in status order.
+	// librpmem 1.12 rpmem_util.c:20-81 (reference §1.6), in status order, then ours.
 	const row pmdk[status_count] = {
 	    {0, "Success"},
 	    {EPROTONOSUPPORT, "Protocol version number mismatch"},
@@ -398,6 +480,7 @@ TEST_CASE("status errno and text match PMDK's table", "[control][status]")
 	    {ENOENT, "Pool set or its part doesn't exist or it is unavailable"},
 	    {EACCES, "Pool set permission denied"},
 	    {EINVAL, "Invalid pool set configuration"},
+	    {ENOTSUP, "Operation not supported by rpmemd"}, // ours, since protocol 1.2
 	};
 	for (std::uint32_t v = 0; v < status_count; ++v) {
 		INFO("status " << v);

@@ -5,6 +5,7 @@
 #include "pool_store.hpp"
 #include "session.hpp"
 
+#include "checksum/block_sums.hpp"
 #include "control/codec.hpp"
 #include "control/fd_stream.hpp"
 
@@ -348,4 +349,143 @@ TEST_CASE("session: ping is answered with its cookie, a malformed request gets b
 	CHECK_THAT(resp.message, Catch::Contains("NUL"));
 	CHECK(f.wait_exit() == rpmemd::exit_protocol);
 	CHECK_FALSE(f.fake.params); // nothing was opened
+}
+
+namespace
+{
+
+/** The checksum answer to `req`: every response, in order, until the last or a failure. */
+std::vector<ctl::checksum_response> ask_checksums(session_fixture &f,
+                                                  const ctl::checksum_request &req)
+{
+	ctl::send(*f.client, ctl::encode(req));
+	std::vector<ctl::checksum_response> out;
+	do
+		out.push_back(
+		    ctl::decode<ctl::checksum_response>(ctl::receive(*f.client, reply_timeout)));
+	while (!out.back().last);
+	return out;
+}
+
+/** A session on big.set (one 12 MiB part), its pool created with pool_size 12 MiB. */
+void create_big(session_fixture &f)
+{
+	std::ofstream(f.root / "sets" / "big.set")
+	    << "PMEMPOOLSET\n12M " << (f.root / "big.p0").string() << "\n";
+	f.start();
+	auto r = session_fixture::request();
+	r.descriptor = "big.set";
+	r.pool_size = 12 * MiB;
+	ctl::send(*f.client, ctl::encode(r, ctl::msg_type::open));
+	REQUIRE(ctl::decode<ctl::pool_response>(ctl::receive(*f.client, reply_timeout)).st ==
+	        ctl::status::noexist);
+	f.new_connection();
+	f.start();
+	r.attr = session_fixture::attr();
+	ctl::send(*f.client, ctl::encode(r, ctl::msg_type::create));
+	REQUIRE(ctl::decode<ctl::pool_response>(ctl::receive(*f.client, reply_timeout)).st ==
+	        ctl::status::success);
+}
+
+} // namespace
+
+TEST_CASE("session: checksums are the pool's blocks, in bounded messages, the last block short",
+          "[session][checksum]")
+{
+	session_fixture f;
+	create_big(f);
+	REQUIRE(f.fake.params);
+	std::uint8_t *pool = f.fake.params->region->base();
+	for (std::uint64_t i = 0; i < 12 * MiB; i += 512)
+		pool[i] = static_cast<std::uint8_t>(i / 512 * 7); // what RDMA writes would leave
+
+	// 3070.98 blocks of 4 KiB from offset 4096: 2048 in the first message, then the rest
+	// with a short last block.
+	ctl::checksum_request req{4096, 12 * MiB - 4096 - 100, 4096,
+	                          ctl::checksum_algorithm::xxh3_128};
+	auto answer = ask_checksums(f, req);
+	REQUIRE(answer.size() == 2);
+	CHECK(answer[0].first_block == 0);
+	CHECK_FALSE(answer[0].last);
+	CHECK(answer[0].sums.size() == ctl::max_checksums_per_message);
+	CHECK(answer[1].first_block == ctl::max_checksums_per_message);
+	CHECK(answer[1].sums.size() == 3071 - ctl::max_checksums_per_message);
+	std::vector<ctl::block_sum> want(3071);
+	rpmem::checksum::blocks(pool + 4096, req.length, 4096, want);
+	std::vector<ctl::block_sum> got = answer[0].sums;
+	got.insert(got.end(), answer[1].sums.begin(), answer[1].sums.end());
+	CHECK(got == want);
+	// The short last block covers exactly the bytes asked for.
+	CHECK(got.back() == rpmem::checksum::of(pool + 4096 + 3070 * 4096, 4096 - 100));
+
+	// One changed byte changes one block's sum and no other.
+	pool[4096 + 5 * 4096 + 17] ^= 0xff;
+	auto again = ask_checksums(f, req);
+	std::vector<ctl::block_sum> now = again[0].sums;
+	now.insert(now.end(), again[1].sums.begin(), again[1].sums.end());
+	for (std::size_t i = 0; i < now.size(); ++i) {
+		INFO("block " << i);
+		CHECK((now[i] == got[i]) == (i != 5));
+	}
+
+	// Large blocks: one message, bounded by bytes hashed rather than count.
+	auto big = ask_checksums(f, {0, 12 * MiB, 4 * MiB, ctl::checksum_algorithm::xxh3_128});
+	REQUIRE(big.size() == 1);
+	CHECK(big[0].sums.size() == 3);
+	CHECK(big[0].sums[2] == rpmem::checksum::of(pool + 8 * MiB, 4 * MiB));
+
+	// Outside the registered region: refused, the session goes on.
+	auto out =
+	    ask_checksums(f, {8 * MiB, 4 * MiB + 1, 4096, ctl::checksum_algorithm::xxh3_128});
+	REQUIRE(out.size() == 1);
+	CHECK(out[0].st == ctl::status::badsize);
+	CHECK_THAT(out[0].message,
+	           Catch::Contains("outside the 12582912 bytes") && Catch::Contains("big.set"));
+	CHECK(f.close().st == ctl::status::success);
+	CHECK(f.wait_exit() == rpmemd::exit_ok);
+}
+
+TEST_CASE("session: checksum requests without a pool, turned off, or malformed",
+          "[session][checksum]")
+{
+	const ctl::checksum_request req{0, MiB, 65536, ctl::checksum_algorithm::xxh3_128};
+	SECTION("before create or open: refused, the session goes on")
+	{
+		session_fixture f;
+		f.start();
+		auto r = ask_checksums(f, req);
+		REQUIRE(r.size() == 1);
+		CHECK(r[0].st == ctl::status::fatal);
+		CHECK_THAT(r[0].message, Catch::Contains("no pool is open"));
+		REQUIRE(f.create().st == ctl::status::success);
+		CHECK(ask_checksums(f, req).back().st == ctl::status::success);
+		CHECK(f.close().st == ctl::status::success);
+	}
+	SECTION("block-checksums = no: unsupported, naming the setting")
+	{
+		session_fixture f;
+		f.cfg.block_checksums = false;
+		f.start();
+		REQUIRE(f.create().st == ctl::status::success);
+		auto r = ask_checksums(f, req);
+		REQUIRE(r.size() == 1);
+		CHECK(r[0].st == ctl::status::unsupported);
+		CHECK(r[0].err == ENOTSUP);
+		CHECK_THAT(r[0].message, Catch::Contains("block-checksums = no"));
+		CHECK(f.close().st == ctl::status::success);
+	}
+	SECTION("a malformed body: badproto, and the session ends")
+	{
+		session_fixture f;
+		f.start();
+		REQUIRE(f.create().st == ctl::status::success);
+		auto frame = ctl::encode(req);
+		frame[ctl::header_size + 16] = 3; // block_size 65539
+		ctl::send(*f.client, frame);
+		auto r =
+		    ctl::decode<ctl::checksum_response>(ctl::receive(*f.client, reply_timeout));
+		CHECK(r.st == ctl::status::badproto);
+		CHECK_THAT(r.message, Catch::Contains("block_size"));
+		CHECK(f.wait_exit() == rpmemd::exit_protocol);
+	}
 }
