@@ -68,6 +68,8 @@ const char *doing(ctl::msg_type answer)
 		return "closing the pool";
 	case ctl::msg_type::pong:
 		return "the keep-alive ping";
+	case ctl::msg_type::checksum_resp:
+		return "reading the replica's block checksums";
 	default:
 		return "talking to rpmemd";
 	}
@@ -116,6 +118,8 @@ control_session::control_session(const std::string &target, const std::string &c
 		                               said));
 	}
 	note_answer();
+	daemon_minor_ = h.minor;
+	daemon_version_ = h.daemon_version;
 	if (h.st != ctl::status::success) {
 		int err = h.err ? static_cast<int>(h.err) : ctl::status_errno(h.st);
 		throw rpmem::error(
@@ -191,6 +195,58 @@ void control_session::set_attr(const std::optional<ctl::pool_attr> &attr)
 		                   fmt::format("{}: {}: setting the pool attributes failed{}{}",
 		                               ctl::status_text(resp.st), host_,
 		                               resp.message.empty() ? "" : ": ", resp.message));
+}
+
+void control_session::checksums(
+    const ctl::checksum_request &req,
+    const std::function<void(std::uint64_t, std::span<const ctl::block_sum>)> &sink)
+{
+	if (daemon_minor_ < ctl::checksum_since_minor)
+		throw rpmem::error(
+		    ENOTSUP,
+		    fmt::format("{}: rpmemd ({}, control protocol {}.{}) cannot "
+		                "checksum blocks (protocol 1.{} can): install this "
+		                "rpmem release on {}",
+		                host_,
+		                daemon_version_.empty() ? "unknown version" : daemon_version_,
+		                ctl::proto_major, daemon_minor_, ctl::checksum_since_minor, host_));
+	const std::uint64_t nblocks = (req.length + req.block_size - 1) / req.block_size;
+	const auto expect = ctl::msg_type::checksum_resp;
+	std::lock_guard lock(mutex_); // the whole answer: a keep-alive ping waits for it
+	std::uint64_t next = 0;
+	for (bool sent = false;; sent = true) {
+		ctl::checksum_response resp;
+		try {
+			if (!sent)
+				ctl::send(*ssh_, ctl::encode(req));
+			auto m = ctl::receive(*ssh_, timeout_);
+			ctl::check_type(expect, m.type);
+			note_answer();
+			resp = ctl::decode<ctl::checksum_response>(m);
+		} catch (const rpmem::error &e) {
+			fail_transport(e, expect);
+		}
+		if (resp.st != ctl::status::success) // rpmemd's refusal: the session goes on
+			throw rpmem::error(
+			    ctl::status_errno(resp.st),
+			    fmt::format("{}: {}: block checksums of [{}, {}) refused{}{}",
+			                ctl::status_text(resp.st), host_, req.offset,
+			                req.offset + req.length, resp.message.empty() ? "" : ": ",
+			                resp.message));
+		if (resp.first_block != next || resp.sums.size() > nblocks - next ||
+		    resp.last != (next + resp.sums.size() == nblocks))
+			fail_transport(ctl::protocol_error(fmt::format(
+			                   "control protocol: checksum_resp with blocks {}..{} "
+			                   "(last: {}) where "
+			                   "block {} of {} was due; {}",
+			                   resp.first_block, resp.first_block + resp.sums.size(),
+			                   resp.last, next, nblocks, ctl::peer_hint)),
+			               expect);
+		sink(next, resp.sums);
+		next += resp.sums.size();
+		if (resp.last)
+			return;
+	}
 }
 
 void control_session::close(std::uint32_t flags)

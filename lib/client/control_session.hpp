@@ -11,9 +11,11 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -69,6 +71,16 @@ public:
 	void set_attr(const std::optional<control::pool_attr> &attr);
 	/** Sends close and waits for the reply; flags: control::close_flag_remove. */
 	void close(std::uint32_t flags);
+	/**
+	 * Checksums of the request's blocks, in order; `sink(first_block, sums)` receives each
+	 * message's. A daemon older than protocol 1.2 (it would not know the request) or one with
+	 * block-checksums = no: rpmem::error(ENOTSUP) saying so, the session still usable.
+	 */
+	void checksums(
+	    const control::checksum_request &req,
+	    const std::function<void(std::uint64_t, std::span<const control::block_sum>)> &sink);
+	/** The protocol minor version rpmemd announced in its hello. */
+	std::uint16_t daemon_minor() const { return daemon_minor_; }
 	/** A ping round trip: proves the daemon is alive. timeout < 0: the session's timeout. */
 	void ping(std::chrono::milliseconds timeout = std::chrono::milliseconds(-1));
 
@@ -101,6 +113,8 @@ private:
 	std::string host_;
 	std::string command_;
 	std::chrono::milliseconds timeout_;
+	std::uint16_t daemon_minor_ = 0;
+	std::string daemon_version_;
 	std::unique_ptr<ssh::session> ssh_;
 	std::mutex mutex_; // one exchange at a time (the keep-alive runs beside the data path)
 	std::atomic<std::uint64_t> ping_cookie_{0};

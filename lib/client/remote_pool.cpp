@@ -165,6 +165,26 @@ void remote_pool::set_attr(const ctl::pool_attr *attr)
 	ctl_->set_attr(a);
 }
 
+std::vector<ctl::block_sum> remote_pool::checksums(std::size_t offset, std::size_t length,
+                                                   std::uint32_t block)
+{
+	if (closed_)
+		throw rpmem::error(EINVAL, "the pool is closed");
+	if (auto f = ctl_->failure())
+		throw *f;
+	if (length == 0 || offset > size_ || length > size_ - offset)
+		throw rpmem::error(EINVAL, fmt::format("checksums: range [{}, {}) is outside the "
+		                                       "pool's {} bytes",
+		                                       offset, offset + length, size_));
+	ctl::checksum_request req{offset, length, block, ctl::checksum_algorithm::xxh3_128};
+	std::vector<ctl::block_sum> out((length + block - 1) / block);
+	ctl_->checksums(req, [&](std::uint64_t first, std::span<const ctl::block_sum> sums) {
+		std::copy(sums.begin(), sums.end(),
+		          out.begin() + static_cast<std::ptrdiff_t>(first));
+	});
+	return out;
+}
+
 void remote_pool::close()
 {
 	if (closed_.exchange(true))

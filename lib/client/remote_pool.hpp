@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace rpmem::client
 {
@@ -86,6 +87,13 @@ public:
 	/** A relaxed flush of [offset, offset+length) whose bytes are taken from src. */
 	void flush_from(const void *src, std::size_t offset, std::size_t length, unsigned lane);
 	void read(void *buf, std::size_t offset, std::size_t length, unsigned lane);
+	/**
+	 * The replica's checksums of the blocks of [offset, offset+length) (block: a power of two
+	 * from 4 KiB to 64 MiB; the last block may be short), computed by rpmemd over its copy.
+	 * ENOTSUP when rpmemd cannot (older than protocol 1.2, or block-checksums = no).
+	 */
+	std::vector<control::block_sum> checksums(std::size_t offset, std::size_t length,
+	                                          std::uint32_t block);
 
 	unsigned nlanes() const;
 	/** Operations, bytes and round-trip latencies of one lane, or of all (lane == nlanes()). */

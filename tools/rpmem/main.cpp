@@ -107,6 +107,13 @@ int main(int argc, char **argv)
 	sync->add_option("--progress", rep.progress,
 	                 "auto (a bar on a terminal, lines otherwise), bar, lines or none")
 	    ->capture_default_str();
+	sync->add_flag("-n,--dry-run", rep.dry_run,
+	               "compare by block checksums and report what would move; write nothing");
+	sync->add_flag("--full", rep.full, "copy the whole pool (no block checksums)");
+	sync->add_option("--block-size", rep.block_size_text,
+	                 "bytes per block checksum: a power of two from 4KiB to 64MiB")
+	    ->capture_default_str();
+	sync->add_flag("--json", rep.json, "print one JSON object (rpmem(1): JSON OUTPUT)");
 
 	promote_args pa;
 	auto *promote = app.add_subcommand(

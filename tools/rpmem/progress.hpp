@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Progress of a long copy on stderr: a bar redrawn in place on a terminal, plain lines every
-// 10 % otherwise (logs, CI), or nothing.
+// 10 % otherwise (logs, CI), or nothing; both with the rate and the time left.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -26,6 +27,9 @@ private:
 	std::uint64_t total_;
 	style style_;
 	int last_ = -1; // last percent (bar) or decile (lines) printed
+	std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+	/** ", 812 MiB/s, 3 s left" once something was done; empty before. */
+	std::string rate(std::uint64_t done) const;
 };
 
 } // namespace rpmem::tool

@@ -8,6 +8,7 @@
 #include "progress.hpp"
 #include "tool.hpp"
 
+#include "client/block_diff.hpp"
 #include "client/remote_pool.hpp"
 #include "pmdk/obj_heap.hpp"
 #include "rpmem/error.hpp"
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fcntl.h>
 #include <memory>
@@ -34,7 +36,6 @@ using client::remote_pool;
 using uuid = std::array<std::uint8_t, 16>;
 
 constexpr std::uint64_t verify_chunk = 1u << 20;
-constexpr std::uint64_t sync_chunk = 4u << 20;
 constexpr std::uint64_t block = 4096;
 
 std::string replica_name(const poolset::poolset &ps, std::size_t r)
@@ -360,13 +361,42 @@ void add_json(json &j, const poolset::poolset &ps, const verify_result &res, std
 	j.end_array().end_object();
 }
 
-int sync_replica(const poolset::poolset &ps, const master &m, ring &ring, std::size_t r,
-                 progress::style style)
+/** What sync did (or, with --dry-run, would do) to one replica. */
+struct sync_result {
+	std::size_t replica = 0;
+	std::string status;   // in_sync, synchronized, would_sync, missing, error
+	std::string method;   // delta (block checksums) or full
+	std::string fallback; // why a delta was not possible, when it was wanted
+	bool created = false; // missing, re-created (a dry run: would be)
+	bool header_repaired = false;
+	bool was_behind = false; // marked possibly behind before
+	std::uint64_t compared = 0, blocks = 0, differing_blocks = 0;
+	std::uint64_t to_move = 0, moved = 0;
+	std::size_t ranges = 0;
+	double seconds = 0;
+	std::string error;
+};
+
+/** Text lines of a sync; none with --json (the object says it all). */
+template <class... A> void say(bool json, fmt::format_string<A...> f, A &&...args)
 {
+	if (!json)
+		fmt::print(f, std::forward<A>(args)...);
+}
+
+sync_result sync_replica(const poolset::poolset &ps, const master &m, ring &ring, std::size_t r,
+                         const replicate_args &a, progress::style style)
+{
+	using clock = std::chrono::steady_clock;
+	const auto start = clock::now();
 	const auto &rep = ps.replicas[r];
+	const auto name = replica_name(ps, r);
+	sync_result res;
+	res.replica = r;
 	unsigned lanes = 1;
 	control::pool_attr have{};
 	std::unique_ptr<remote_pool> pool;
+	const std::uint64_t begin = m.data_offset();
 	try {
 		pool = remote_pool::open(rep.target, rep.descriptor, m.base(), m.size(), &lanes,
 		                         &have);
@@ -379,52 +409,156 @@ int sync_replica(const poolset::poolset &ps, const master &m, ring &ring, std::s
 			if (!ring.self(r))
 				throw failure(fmt::format(
 				    "{}: the replica is missing and the UUID its neighbours link "
-				    "to "
-				    "is unknown (its neighbours are not reachable): re-create it "
+				    "to is unknown (its neighbours are not reachable): re-create "
+				    "it "
 				    "with `pmempool sync {}`",
-				    replica_name(ps, r), ps.file));
+				    name, ps.file));
 			want = expected_attr(m, ring, r, want);
 			want.uuid = *ring.self(r);
 		}
-		fmt::print("{}: missing ({}): creating it\n", replica_name(ps, r), e.message());
+		res.created = true;
+		res.method = "full";
+		res.to_move = m.size() - begin;
+		if (a.dry_run) {
+			say(a.json, "{}: missing ({}): would create it and copy {}\n", name,
+			    e.message(), size_text(res.to_move));
+			res.status = "missing";
+			return res;
+		}
+		say(a.json, "{}: missing ({}): creating it\n", name, e.message());
 		lanes = 1;
+		// Created marked possibly behind: an interrupted copy leaves it so.
+		auto during = want;
+		if (m.header())
+			during.compat_features |= pmdk::feat_compat_rpmem_behind;
 		pool = remote_pool::create(rep.target, rep.descriptor, m.base(), m.size(), &lanes,
-		                           m.header() ? &want : nullptr);
-		have = want;
+		                           m.header() ? &during : nullptr);
+		have = during;
 	}
-	// A replica marked possibly behind keeps the mark until the copy is complete, so an
-	// interrupted sync leaves it marked.
-	const bool behind = have.compat_features & pmdk::feat_compat_rpmem_behind;
+	res.was_behind = have.compat_features & pmdk::feat_compat_rpmem_behind;
 	control::pool_attr want{};
+	bool repair = false;
 	if (m.header()) {
 		ring.learn(r, have.uuid, have.prev_uuid, have.next_uuid);
 		want = expected_attr(m, ring, r, have);
-		if (!attr_differences(want, have, ring, r).empty()) {
-			auto during = want;
-			if (behind)
-				during.compat_features |= pmdk::feat_compat_rpmem_behind;
-			pool->set_attr(&during);
-			fmt::print("{}: header attributes repaired from the master's\n",
-			           replica_name(ps, r));
+		repair = !attr_differences(want, have, ring, r).empty();
+	}
+
+	// What differs: by block checksums unless a full copy is asked for or needed.
+	std::vector<client::byte_span> ranges;
+	if (res.created) {
+		ranges.push_back({begin, m.size()});
+	} else if (a.full) {
+		res.method = "full";
+		ranges.push_back({begin, m.size()});
+	} else {
+		try {
+			auto d =
+			    client::compare_blocks(*pool, m.base(), begin, m.size(), a.block_size);
+			res.method = "delta";
+			res.compared = m.size() - begin;
+			res.blocks = d.blocks;
+			res.differing_blocks = d.differing_blocks;
+			ranges = std::move(d.ranges);
+		} catch (const rpmem::error &e) {
+			if (e.errnum() != ENOTSUP)
+				throw;
+			res.method = "full";
+			res.fallback = e.message();
+			say(a.json, "{}: {}: copying the whole pool instead\n", name, e.message());
+			ranges.push_back({begin, m.size()});
 		}
 	}
-	const std::uint64_t begin = m.data_offset();
-	progress bar(fmt::format("sync {}", replica_name(ps, r)), m.size() - begin, style);
-	for (std::uint64_t off = begin; off < m.size(); off += sync_chunk) {
-		std::uint64_t n = std::min(sync_chunk, m.size() - off);
-		pool->persist(off, n, 0, 0);
-		bar.update(off + n - begin);
+	for (const auto &x : ranges)
+		res.to_move += x.size();
+	res.ranges = ranges.size();
+	res.header_repaired = repair;
+
+	if (a.dry_run) {
+		const bool nothing = ranges.empty() && !repair && !res.was_behind;
+		res.status = nothing ? "in_sync" : "would_sync";
+		if (repair)
+			say(a.json, "{}: would repair its header attributes from the master's\n",
+			    name);
+		if (res.was_behind)
+			say(a.json, "{}: marked possibly behind the master: would clear the mark\n",
+			    name);
+		say(a.json, "{}: {} ({} in {} range(s) would move; {})\n", name,
+		    nothing ? "in sync" : "would synchronize", size_text(res.to_move), res.ranges,
+		    res.method == "delta"
+		        ? fmt::format("{} of {} blocks of {} differ", res.differing_blocks,
+		                      res.blocks, size_text(a.block_size))
+		        : "whole pool");
+		pool->close();
+		res.seconds = std::chrono::duration<double>(clock::now() - start).count();
+		return res;
 	}
-	bar.finish();
-	if (behind) {
-		pool->set_attr(&want);
-		fmt::print("{}: no longer marked possibly behind the master\n",
-		           replica_name(ps, r));
+
+	// Marked possibly behind while anything is written, so an interrupted sync (client,
+	// rpmemd or link gone at any point) leaves the replica marked and the next one redoes it.
+	const bool writes = !ranges.empty() || repair;
+	if (m.header() && writes && !res.created) {
+		auto during = want;
+		during.compat_features |= pmdk::feat_compat_rpmem_behind;
+		pool->set_attr(&during);
+	}
+	if (repair)
+		say(a.json, "{}: header attributes repaired from the master's\n", name);
+	if (!ranges.empty()) {
+		progress bar(fmt::format("sync {}", name), res.to_move,
+		             a.json ? progress::style::none : style);
+		client::push_ranges(*pool, ranges,
+		                    [&](std::uint64_t done, std::uint64_t) { bar.update(done); });
+		bar.finish();
+	}
+	res.moved = res.to_move;
+	if (m.header() && (writes || res.was_behind || res.created)) {
+		pool->set_attr(&want); // every byte moved is durable: no longer behind
+		if (res.was_behind && !res.created)
+			say(a.json, "{}: no longer marked possibly behind the master\n", name);
 	}
 	pool->close();
-	fmt::print("{}: synchronized ({} written)\n", replica_name(ps, r),
-	           size_text(m.size() - begin));
-	return exit_ok;
+	res.seconds = std::chrono::duration<double>(clock::now() - start).count();
+	res.status = writes || res.was_behind ? "synchronized" : "in_sync";
+	if (res.method == "delta")
+		say(a.json,
+		    "{}: {} ({} moved in {} range(s); {} compared by {} block checksums, {} of {} "
+		    "blocks differed; {:.2f} s)\n",
+		    name, writes ? "synchronized" : "in sync, nothing moved", size_text(res.moved),
+		    res.ranges, size_text(res.compared), size_text(a.block_size),
+		    res.differing_blocks, res.blocks, res.seconds);
+	else
+		say(a.json, "{}: synchronized ({} written, the whole pool; {:.2f} s)\n", name,
+		    size_text(res.moved), res.seconds);
+	return res;
+}
+
+void add_json(json &j, const poolset::poolset &ps, const sync_result &res)
+{
+	const auto &rep = ps.replicas[res.replica];
+	j.begin_object()
+	    .member("replica", std::uint64_t{res.replica})
+	    .member("target", rep.target)
+	    .member("descriptor", rep.descriptor)
+	    .member("status", res.status);
+	if (!res.error.empty()) {
+		j.member("error", res.error).end_object();
+		return;
+	}
+	j.member("method", res.method);
+	if (!res.fallback.empty())
+		j.member("fallback", res.fallback);
+	j.member("created", res.created)
+	    .member("header_repaired", res.header_repaired)
+	    .member("was_marked_behind", res.was_behind)
+	    .member("compared_bytes", res.compared)
+	    .member("blocks", res.blocks)
+	    .member("differing_blocks", res.differing_blocks)
+	    .member("ranges", std::uint64_t{res.ranges})
+	    .member("bytes_to_move", res.to_move)
+	    .member("moved_bytes", res.moved)
+	    .member("seconds", res.seconds)
+	    .end_object();
 }
 
 poolset::poolset load(const std::string &file)
@@ -489,16 +623,58 @@ int cmd_sync(const replicate_args &a)
 	auto ps = load(a.poolset);
 	auto which = selected(ps, a.replicas);
 	auto style = progress::parse_style(a.progress);
+	const std::uint64_t bs = parse_size_arg(a.block_size_text, "--block-size");
+	if (bs < control::min_checksum_block || bs > control::max_checksum_block || (bs & (bs - 1)))
+		throw failure(
+		    fmt::format("invalid --block-size '{}': give a power of two from 4KiB "
+		                "to 64MiB",
+		                a.block_size_text),
+		    exit_usage);
+	auto args = a;
+	args.block_size = static_cast<std::uint32_t>(bs);
 	master m(ps);
 	ring ring(ps, m);
+	json j;
+	std::uint64_t to_move = 0, moved = 0;
+	int result = exit_ok;
+	if (a.json)
+		j.begin_object()
+		    .member("poolset", a.poolset)
+		    .member("dry_run", a.dry_run)
+		    .member("block_size", std::uint64_t{bs})
+		    .key("replicas")
+		    .begin_array();
 	for (auto r : which) {
+		sync_result res;
 		try {
-			sync_replica(ps, m, ring, r, style);
-		} catch (const rpmem::error &e) {
-			throw failure(fmt::format("{}: {}", replica_name(ps, r), e.what()));
+			res = sync_replica(ps, m, ring, r, args, style);
+		} catch (const std::exception &e) {
+			const auto *err = dynamic_cast<const rpmem::error *>(&e);
+			const auto *fail = dynamic_cast<const failure *>(&e);
+			if (!err && !fail)
+				throw;
+			auto what = fmt::format("{}: {}", replica_name(ps, r), e.what());
+			if (!a.json)
+				throw failure(what);
+			res.replica = r;
+			res.status = "error";
+			res.error = what;
+			result = exit_failed;
 		}
+		to_move += res.to_move;
+		moved += res.moved;
+		if (a.json)
+			add_json(j, ps, res);
 	}
-	return exit_ok;
+	if (a.json) {
+		j.end_array()
+		    .member("bytes_to_move", to_move)
+		    .member("moved_bytes", moved)
+		    .member("exit_status", result)
+		    .end_object();
+		fmt::print("{}\n", j.str());
+	}
+	return result;
 }
 
 } // namespace rpmem::tool

@@ -84,10 +84,14 @@ int cmd_rm(const remote_args &r, bool force, bool pool_set);
 
 struct replicate_args {
 	std::string poolset;
-	std::vector<unsigned> replicas; // empty: every remote replica
-	unsigned max_ranges = 16;       // verify: ranges printed per replica
-	std::string progress = "auto";  // sync: auto|bar|lines|none
-	bool json = false;              // verify --json
+	std::vector<unsigned> replicas;        // empty: every remote replica
+	unsigned max_ranges = 16;              // verify: ranges printed per replica
+	std::string progress = "auto";         // sync: auto|bar|lines|none
+	bool json = false;                     // verify/sync --json
+	bool dry_run = false;                  // sync: report what would move, write nothing
+	bool full = false;                     // sync: copy the whole pool, no checksums
+	std::string block_size_text = "64KiB"; // sync --block-size
+	std::uint32_t block_size = 64 * 1024;  // parsed from block_size_text
 };
 
 int cmd_verify(const replicate_args &a);
