@@ -154,7 +154,12 @@ public:
 	std::vector<replica_status> replicas() const;
 	/** Brings replica `index` back (remote: reconnects, reopening or re-creating its pool)
 	 * and copies the master into it; progress(done, total) is called as bytes are copied.
-	 * Afterwards the replica is in sync. */
+	 * A remote replica that still holds its pool gets only the 64 KiB blocks that differ
+	 * (block checksums computed by its rpmemd and here, compared; total is then the bytes
+	 * of those blocks, progress(0, 0) when none differs); a re-created one, or one whose
+	 * rpmemd cannot checksum (older than rpmem's protocol 1.2, or block-checksums = no),
+	 * gets the whole pool. It is marked possibly behind while bytes move: an interrupted
+	 * resync leaves it so, and the next one finishes it. Afterwards the replica is in sync. */
 	void resync(std::size_t index,
 	            const std::function<void(std::size_t done, std::size_t total)> &progress = {});
 

@@ -4,6 +4,9 @@
 // copy is complete.
 #include "replication/replicated_pool_impl.hpp"
 
+#include "client/block_diff.hpp"
+#include "client/log.hpp"
+
 #include <algorithm>
 
 namespace rpmem
@@ -14,7 +17,7 @@ using namespace replication;
 namespace
 {
 
-/** Bytes copied per step by resync (one flush + drain per replica per chunk). */
+/** Bytes copied per step into a local replica (one flush + drain per chunk). */
 constexpr std::size_t resync_chunk = 4u << 20;
 
 using progress_fn = std::function<void(std::size_t, std::size_t)>;
@@ -46,9 +49,11 @@ void drop_session(remote_replica &r) noexcept
 }
 
 /** A new session to r: its pool opened, or re-created (marked behind) with the header it
- *  should have when it is gone. Returns the lanes granted. */
-unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::string &what)
+ *  should have when it is gone (*created then true). Returns the lanes granted. */
+unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::string &what,
+                   bool *created)
 {
+	*created = false;
 	const std::size_t size = d.master->size();
 	unsigned lanes = lanes_per_replica;
 	try {
@@ -81,6 +86,7 @@ unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::strin
 			const auto attr = marked_behind(r.attr, true);
 			r.rp = client::remote_pool::create(r.target, r.descriptor, d.master->base(),
 			                                   size, &lanes, &attr, r.conn);
+			*created = true;
 			return lanes;
 		} catch (const rpmem::error &create_err) {
 			throw rpmem::error(
@@ -91,20 +97,45 @@ unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::strin
 	}
 }
 
-/** Copies the master into r, marked behind while the copy runs (an interrupted resync leaves
- *  it so); then clears the mark unless asynchronous replication keeps it until close. */
-void copy_remote(replicated_pool::impl &d, remote_replica &r, std::size_t from,
-                 const progress_fn &progress)
+/**
+ * Brings r up to date with the master: the blocks that differ (block checksums compared, see
+ * client/block_diff.hpp), or everything when r was just re-created or its rpmemd cannot
+ * checksum. Marked behind while anything is written (an interrupted resync leaves it so);
+ * then the mark is cleared unless asynchronous replication keeps it until close.
+ */
+void copy_remote(replicated_pool::impl &d, remote_replica &r, std::size_t from, bool created,
+                 const progress_fn &progress, const std::string &what)
 {
 	const std::size_t size = d.master->size();
-	const auto copying = marked_behind(r.attr, true);
-	r.rp->set_attr(&copying);
-	for (std::size_t off = from; off < size; off += resync_chunk) {
-		std::size_t n = std::min(resync_chunk, size - off);
-		r.rp->flush(off, n, 0, client::flush_relaxed);
-		r.rp->drain(0, 0);
-		if (progress)
-			progress(off + n - from, size - from);
+	std::vector<client::byte_span> ranges;
+	if (created) {
+		ranges.push_back({from, size});
+	} else {
+		try {
+			auto diff = client::compare_blocks(
+			    *r.rp, reinterpret_cast<const std::uint8_t *>(d.master->base()), from,
+			    size);
+			client::log(2, "{}: {} of {} blocks of {} bytes differ: {} bytes to copy",
+			            what, diff.differing_blocks, diff.blocks, diff.block,
+			            diff.bytes());
+			ranges = std::move(diff.ranges);
+		} catch (const rpmem::error &e) {
+			if (e.errnum() != ENOTSUP)
+				throw;
+			client::log(2, "{}: {}: copying the whole master instead", what,
+			            e.message());
+			ranges.push_back({from, size});
+		}
+	}
+	if (!ranges.empty()) {
+		const auto copying = marked_behind(r.attr, true);
+		r.rp->set_attr(&copying);
+		client::push_ranges(*r.rp, ranges, [&](std::uint64_t done, std::uint64_t total) {
+			if (progress)
+				progress(done, total);
+		});
+	} else if (progress) {
+		progress(0, 0); // in sync already: nothing to copy
 	}
 	const auto done = marked_behind(r.attr, d.may_fall_behind());
 	r.rp->set_attr(&done);
@@ -145,9 +176,10 @@ void replicated_pool::resync(std::size_t index, const progress_fn &progress)
 	    fmt::format("replicated_pool::resync: remote replica {} ({})", index, d.where(r));
 	try {
 		drop_session(r);
-		const unsigned lanes = reconnect(d, r, what);
+		bool created = false;
+		const unsigned lanes = reconnect(d, r, what, &created);
 		try {
-			copy_remote(d, r, data_offset(), progress);
+			copy_remote(d, r, data_offset(), created, progress, what);
 		} catch (const rpmem::error &e) {
 			throw rpmem::error(e.errnum(),
 			                   fmt::format("{}: copying the master failed: {}: "
