@@ -6,8 +6,14 @@
 #include "replica_fixture.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <fstream>
+#include <functional>
+#include <random>
+#include <thread>
 
+#include <csignal>
 #include <unistd.h>
 
 using namespace rpmem::test;
@@ -251,6 +257,172 @@ TEST_CASE("rpmem verify finds differing ranges and rpmem sync repairs them", "[t
 	require_status(run("pmempool sync " + set, s.env(true)), 0,
 	               "pmempool sync (master rebuilt from the synced replica)");
 	require_status(s.rpmem("verify " + set), 0, "rpmem verify of the rebuilt master");
+}
+
+namespace
+{
+
+/** The replica's part holds the possibly-behind mark (pool_hdr compat features, offset 12). */
+bool marked_behind(const fs::path &part)
+{
+	std::ifstream in(part, std::ios::binary);
+	std::uint32_t compat = 0;
+	in.seekg(12);
+	in.read(reinterpret_cast<char *>(&compat), 4);
+	REQUIRE(in);
+	return compat & 0x40000000u;
+}
+
+/** Bytes [4096, 64 MiB) of a part: the pool data past the header. */
+std::string pool_data(const fs::path &part)
+{
+	return slurp(part).substr(4096, (64u << 20) - 4096);
+}
+
+/** New random bytes in the master's data (rpmem sync then has 64 MiB of blocks to move). */
+void smear_master(const fs::path &part, std::uint64_t seed)
+{
+	std::mt19937_64 rng(seed);
+	std::string bytes((64u << 20) - 8192, '\0');
+	for (std::size_t i = 0; i + 8 <= bytes.size(); i += 8) {
+		std::uint64_t v = rng();
+		std::memcpy(&bytes[i], &v, 8);
+	}
+	overwrite(part, 8192, bytes);
+}
+
+/**
+ * Runs `command` (its output lines read as they come) and calls kill(pid) once, on the first
+ * line containing `trigger`: a kill at a known point of the work, not after a guessed delay.
+ */
+process_result run_killed_at(const std::string &command, const std::string &env,
+                             const std::string &trigger, const std::function<void(pid_t)> &kill)
+{
+	process_result r;
+	FILE *p = popen(("echo $$; exec env " + env + " " + command + " 2>&1").c_str(), "r");
+	REQUIRE(p);
+	char line[4096];
+	pid_t pid = -1;
+	bool fired = false;
+	while (fgets(line, sizeof(line), p)) {
+		if (pid < 0) {
+			pid = static_cast<pid_t>(std::atol(line));
+			continue;
+		}
+		r.output += line;
+		if (!fired && std::strstr(line, trigger.c_str())) {
+			fired = true;
+			kill(pid);
+		}
+	}
+	int st = pclose(p);
+	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	INFO(command << " printed:\n" << r.output);
+	REQUIRE(fired);
+	return r;
+}
+
+void wait_rpmemd_gone(replica &node)
+{
+	const auto dir = node.dir().string();
+	for (int i = 0; i < 1000 && find_rpmemd(dir) > 0; ++i)
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	REQUIRE(find_rpmemd(dir) < 0);
+}
+
+} // namespace
+
+TEST_CASE("rpmem sync killed at any point (client or rpmemd) leaves the replica marked behind "
+          "or untouched, and the next sync finishes it byte-exact",
+          "[tool][sync][fault]")
+{
+	sshd server;
+	setup s(server);
+	const std::string set = s.poolset().string();
+	require_status(run("pmempool create --layout=rpmem-example-06 obj " + set, s.env()), 0,
+	               "pmempool create obj");
+	auto check_outcome = [&](const std::string &before, bool must_be_marked) {
+		wait_rpmemd_gone(s.node());
+		const std::string after = pool_data(s.remote_part());
+		if (marked_behind(s.remote_part())) {
+			CHECK(has(s.rpmem("verify " + set), "marked possibly behind"));
+		} else {
+			CHECK_FALSE(must_be_marked);
+			// Unmarked: nothing was written yet, or everything was.
+			CHECK((after == before || after == pool_data(s.local_part())));
+		}
+		auto again = s.rpmem("sync --progress none " + set);
+		require_status(again, 0, "rpmem sync after the kill");
+		CHECK(!marked_behind(s.remote_part()));
+		REQUIRE(pool_data(s.remote_part()) == pool_data(s.local_part()));
+	};
+	std::uint64_t seed = 1;
+
+	// Killed inside the copy, at 10 %, 50 % and 90 % of the bytes moved (the progress line
+	// says so): the replica must be marked.
+	for (const char *at : {"10%", "50%", "90%"}) {
+		for (bool kill_daemon : {false, true}) {
+			INFO("kill " << (kill_daemon ? "rpmemd" : "the client") << " at " << at);
+			const std::string before = pool_data(s.remote_part());
+			smear_master(s.local_part(), ++seed);
+			auto r =
+			    run_killed_at(tool + " sync --progress lines " + set, s.env(),
+			                  std::string(": ") + at + " (", [&](pid_t client) {
+				                  if (kill_daemon)
+					                  run_kill_rpmemd(s.node().dir().string());
+				                  else
+					                  ::kill(client, SIGKILL);
+			                  });
+			INFO("rpmem sync printed:\n" << r.output);
+			CHECK(r.status != 0);
+			if (kill_daemon)
+				CHECK(has(r, "replica 1 ("));
+			check_outcome(before, true);
+		}
+	}
+
+	// Killed after guessed delays (fractions of an uninterrupted sync's time here): before
+	// the copy, inside or after, the replica is marked or untouched or complete.
+	smear_master(s.local_part(), ++seed);
+	const auto t0 = std::chrono::steady_clock::now();
+	require_status(s.rpmem("sync --progress none " + set), 0, "rpmem sync (timed)");
+	const double whole =
+	    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	for (double fraction : {0.05, 0.3, 0.6, 0.95}) {
+		INFO("kill the client after " << fraction * whole << " s of " << whole);
+		const std::string before = pool_data(s.remote_part());
+		smear_master(s.local_part(), ++seed);
+		run(fmt::format("timeout -s KILL {:.3f} {} sync --progress none {}",
+		                fraction * whole, tool, set),
+		    s.env());
+		check_outcome(before, false);
+	}
+}
+
+TEST_CASE("rpmem sync falls back to a whole copy, saying why, where rpmemd does not checksum",
+          "[tool][sync]")
+{
+	sshd server;
+	setup s(server);
+	const std::string set = s.poolset().string();
+	require_status(run("pmempool create --layout=rpmem-example-06 obj " + set, s.env()), 0,
+	               "pmempool create obj");
+	auto env = s.env();
+	const auto cmd = env.find("RPMEM_CMD='");
+	REQUIRE(cmd != std::string::npos);
+	env.insert(env.find('\'', cmd + 11), " --block-checksums no");
+	auto dry = run(tool + " sync --dry-run --json " + set, env);
+	require_status(dry, 0, "rpmem sync --dry-run --json, block-checksums = no");
+	CHECK(json_fields(dry, "d['replicas'][0]['method'], d['bytes_to_move'] == 64 * 1024 * 1024 "
+	                       "- 4096, 'block-checksums = no' in d['replicas'][0]['fallback']") ==
+	      "full True True\n");
+	overwrite(s.remote_part(), 5u << 20, "stale");
+	auto sync = run(tool + " sync --progress none " + set, env);
+	require_status(sync, 0, "rpmem sync, block-checksums = no");
+	CHECK(has(sync, "block checksums are turned off on this replica node"));
+	CHECK(has(sync, "copying the whole pool instead"));
+	CHECK(has(sync, "synchronized (64.0 MiB written, the whole pool"));
+	require_status(s.rpmem("verify " + set), 0, "rpmem verify after the whole copy");
 }
 
 TEST_CASE("rpmem promote makes a replica the master: stock libpmemobj opens it, data intact",
