@@ -4,6 +4,7 @@
 #include "checksum/block_sums.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <future>
 
@@ -61,11 +62,18 @@ block_diff compare_blocks(remote_pool &rp, const std::uint8_t *local, std::uint6
                           std::uint64_t end, std::uint32_t block)
 {
 	if (end <= begin)
-		return block_diff{block, begin, end, 0, 0, {}};
+		return block_diff{block, begin, end, 0, 0, {}, 0, 0};
+	using clock = std::chrono::steady_clock;
+	const auto start = clock::now();
+	double local_seconds = 0;
 	// The local sums on a thread of their own while rpmemd hashes its copy: the comparison
 	// costs about the slower of the two, not their sum.
-	auto mine = std::async(std::launch::async,
-	                       [=] { return local_checksums(local, begin, end, block); });
+	auto mine = std::async(std::launch::async, [=, &local_seconds] {
+		const auto t0 = clock::now();
+		auto sums = local_checksums(local, begin, end, block);
+		local_seconds = std::chrono::duration<double>(clock::now() - t0).count();
+		return sums;
+	});
 	std::vector<control::block_sum> theirs;
 	try {
 		theirs = rp.checksums(begin, end - begin, block);
@@ -73,7 +81,10 @@ block_diff compare_blocks(remote_pool &rp, const std::uint8_t *local, std::uint6
 		mine.wait();
 		throw;
 	}
-	return diff_sums(mine.get(), theirs, begin, end, block);
+	auto d = diff_sums(mine.get(), theirs, begin, end, block);
+	d.local_seconds = local_seconds;
+	d.compare_seconds = std::chrono::duration<double>(clock::now() - start).count();
+	return d;
 }
 
 void push_ranges(remote_pool &rp, const std::vector<byte_span> &ranges, const progress_fn &progress)

@@ -29,6 +29,8 @@ struct block_diff {
 	std::uint64_t blocks = 0; // blocks compared
 	std::uint64_t differing_blocks = 0;
 	std::vector<byte_span> ranges; // differing blocks, neighbours merged, clipped to end
+	double local_seconds = 0;      // hashing the local copy (beside rpmemd hashing its own)
+	double compare_seconds = 0;    // the whole comparison: both sides and the sums' transfer
 	std::uint64_t bytes() const;   // bytes in ranges: what a delta resync moves
 };
 

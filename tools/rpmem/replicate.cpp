@@ -374,6 +374,7 @@ struct sync_result {
 	std::uint64_t to_move = 0, moved = 0;
 	std::size_t ranges = 0;
 	double seconds = 0;
+	double compare_seconds = 0, local_checksum_seconds = 0;
 	std::string error;
 };
 
@@ -459,6 +460,8 @@ sync_result sync_replica(const poolset::poolset &ps, const master &m, ring &ring
 			res.compared = m.size() - begin;
 			res.blocks = d.blocks;
 			res.differing_blocks = d.differing_blocks;
+			res.compare_seconds = d.compare_seconds;
+			res.local_checksum_seconds = d.local_seconds;
 			ranges = std::move(d.ranges);
 		} catch (const rpmem::error &e) {
 			if (e.errnum() != ENOTSUP)
@@ -558,6 +561,8 @@ void add_json(json &j, const poolset::poolset &ps, const sync_result &res)
 	    .member("bytes_to_move", res.to_move)
 	    .member("moved_bytes", res.moved)
 	    .member("seconds", res.seconds)
+	    .member("compare_seconds", res.compare_seconds)
+	    .member("local_checksum_seconds", res.local_checksum_seconds)
 	    .end_object();
 }
 
