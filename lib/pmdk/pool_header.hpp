@@ -35,6 +35,9 @@ inline constexpr std::uint32_t feat_incompat_sds = 0x4;       // shutdown state 
  * writer ended may lack the master's last persists (up to the lag bound). A compat bit: PMDK
  * tools that do not know it still open the pool. */
 inline constexpr std::uint32_t feat_compat_rpmem_behind = 0x40000000;
+/** rpmem's own incompat feature bit: the master is being rebuilt from a replica (rpmem sync
+ *  --from) and is not whole. Unknown to libpmemobj, which therefore refuses to open it. */
+inline constexpr std::uint32_t feat_incompat_rpmem_rebuilding = 0x40000000;
 
 /** Identifies the architecture that created a pool (ELF-like values; rpmem's user_flags). */
 struct arch_flags {

@@ -114,6 +114,11 @@ int main(int argc, char **argv)
 	                 "bytes per block checksum: a power of two from 4KiB to 64MiB")
 	    ->capture_default_str();
 	sync->add_flag("--json", rep.json, "print one JSON object (rpmem(1): JSON OUTPUT)");
+	sync->add_option("--from", rep.from,
+	                 "rebuild the master from this remote replica (only what differs)")
+	    ->check(CLI::Range(1, 1 << 20));
+	sync->add_flag("--force", rep.force,
+	               "with --from: rebuild from a replica marked possibly behind");
 
 	promote_args pa;
 	auto *promote = app.add_subcommand(

@@ -74,6 +74,27 @@ master::master(const poolset::poolset &ps)
 	}
 }
 
+bool master::rebuilding() const
+{
+	return header_ &&
+	       (pmdk::load_le(header_->feat.incompat) & pmdk::feat_incompat_rpmem_rebuilding);
+}
+
+void master::mark_rebuilding(bool on)
+{
+	if (!header_)
+		return;
+	pmdk::pool_hdr h = *header_;
+	std::uint32_t incompat = pmdk::load_le(h.feat.incompat);
+	incompat = on ? incompat | pmdk::feat_incompat_rpmem_rebuilding
+	              : incompat & ~pmdk::feat_incompat_rpmem_rebuilding;
+	pmdk::store_le(h.feat.incompat, incompat);
+	pmdk::seal(h);
+	std::memcpy(map_->base(), &h, sizeof(h));
+	map_->persist(0, sizeof(h));
+	header_ = h;
+}
+
 pool_attr replica_attr(const pmdk::pool_hdr &h)
 {
 	pool_attr a = pmdk::header_attr(h);

@@ -32,6 +32,13 @@ public:
 	std::uint64_t data_offset() const { return header_ ? pmdk::pool_hdr_size : 0; }
 	/** Part 0's header; nullopt for NOHDRS pools. */
 	const std::optional<pmdk::pool_hdr> &header() const { return header_; }
+	/** Makes [offset, offset+len) of the mapping durable (pmem_persist or pmem_msync). */
+	void persist(std::uint64_t offset, std::uint64_t len) const { map_->persist(offset, len); }
+	/** Part 0's header carries pmdk::feat_incompat_rpmem_rebuilding: a rebuild from a
+	 *  replica (rpmem sync --from) began and did not finish. */
+	bool rebuilding() const;
+	/** Sets or clears that mark in part 0's header, durably (checksum resealed). */
+	void mark_rebuilding(bool on);
 
 private:
 	std::vector<pmdk::unique_fd> fds_;

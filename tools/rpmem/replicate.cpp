@@ -385,6 +385,36 @@ template <class... A> void say(bool json, fmt::format_string<A...> f, A &&...arg
 		fmt::print(f, std::forward<A>(args)...);
 }
 
+/** The ranges to move between the master and an open replica: the differing blocks (block
+ *  checksums), or the whole pool with --full or where rpmemd cannot checksum (said why). */
+std::vector<client::byte_span> what_differs(remote_pool &pool, const master &m,
+                                            const replicate_args &a, sync_result &res,
+                                            const std::string &name)
+{
+	const std::uint64_t begin = m.data_offset();
+	if (a.full) {
+		res.method = "full";
+		return {{begin, m.size()}};
+	}
+	try {
+		auto d = client::compare_blocks(pool, m.base(), begin, m.size(), a.block_size);
+		res.method = "delta";
+		res.compared = m.size() - begin;
+		res.blocks = d.blocks;
+		res.differing_blocks = d.differing_blocks;
+		res.compare_seconds = d.compare_seconds;
+		res.local_checksum_seconds = d.local_seconds;
+		return std::move(d.ranges);
+	} catch (const rpmem::error &e) {
+		if (e.errnum() != ENOTSUP)
+			throw;
+		res.method = "full";
+		res.fallback = e.message();
+		say(a.json, "{}: {}: copying the whole pool instead\n", name, e.message());
+		return {{begin, m.size()}};
+	}
+}
+
 sync_result sync_replica(const poolset::poolset &ps, const master &m, ring &ring, std::size_t r,
                          const replicate_args &a, progress::style style)
 {
@@ -449,28 +479,8 @@ sync_result sync_replica(const poolset::poolset &ps, const master &m, ring &ring
 	std::vector<client::byte_span> ranges;
 	if (res.created) {
 		ranges.push_back({begin, m.size()});
-	} else if (a.full) {
-		res.method = "full";
-		ranges.push_back({begin, m.size()});
 	} else {
-		try {
-			auto d =
-			    client::compare_blocks(*pool, m.base(), begin, m.size(), a.block_size);
-			res.method = "delta";
-			res.compared = m.size() - begin;
-			res.blocks = d.blocks;
-			res.differing_blocks = d.differing_blocks;
-			res.compare_seconds = d.compare_seconds;
-			res.local_checksum_seconds = d.local_seconds;
-			ranges = std::move(d.ranges);
-		} catch (const rpmem::error &e) {
-			if (e.errnum() != ENOTSUP)
-				throw;
-			res.method = "full";
-			res.fallback = e.message();
-			say(a.json, "{}: {}: copying the whole pool instead\n", name, e.message());
-			ranges.push_back({begin, m.size()});
-		}
+		ranges = what_differs(*pool, m, a, res, name);
 	}
 	for (const auto &x : ranges)
 		res.to_move += x.size();
@@ -533,6 +543,89 @@ sync_result sync_replica(const poolset::poolset &ps, const master &m, ring &ring
 	else
 		say(a.json, "{}: synchronized ({} written, the whole pool; {:.2f} s)\n", name,
 		    size_text(res.moved), res.seconds);
+	return res;
+}
+
+/**
+ * rpmem sync --from R: the master rebuilt from replica R, moving only the blocks that differ
+ * (rpmem_read of each into the master's mapping, persisted locally). While bytes move, the
+ * master's header carries an incompat feature bit libpmemobj does not know, so an application
+ * cannot open a half-rebuilt master and an interrupted rebuild is finished by running it again.
+ */
+sync_result rebuild_master(const poolset::poolset &ps, master &m, std::size_t r,
+                           const replicate_args &a, progress::style style)
+{
+	using clock = std::chrono::steady_clock;
+	const auto start = clock::now();
+	const auto &rep = ps.replicas[r];
+	const auto name = fmt::format("master from {}", replica_name(ps, r));
+	sync_result res;
+	res.replica = r;
+	unsigned lanes = 1;
+	control::pool_attr have{};
+	auto pool =
+	    remote_pool::open(rep.target, rep.descriptor, m.base(), m.size(), &lanes, &have);
+	res.was_behind = have.compat_features & pmdk::feat_compat_rpmem_behind;
+	if (m.header()) {
+		const auto want = pmdk::header_attr(*m.header());
+		if (have.is_zero() || have.poolset_uuid != want.poolset_uuid)
+			throw failure(fmt::format(
+			    "{}: the replica holds another pool set (pool set UUID {}, the "
+			    "master's is {}): nothing to rebuild the master from",
+			    replica_name(ps, r), uuid_text(have.poolset_uuid),
+			    uuid_text(want.poolset_uuid)));
+	}
+	if (res.was_behind && !a.force)
+		throw failure(fmt::format(
+		    "{}: the replica is marked possibly behind the master (an asynchronous writer "
+		    "or a sync did not finish): it may miss what the master holds; rebuild from "
+		    "it anyway with --force, or from another replica",
+		    replica_name(ps, r)));
+	auto ranges = what_differs(*pool, m, a, res, name);
+	for (const auto &x : ranges)
+		res.to_move += x.size();
+	res.ranges = ranges.size();
+	const bool was_rebuilding = m.rebuilding();
+	if (a.dry_run) {
+		const bool nothing = ranges.empty() && !was_rebuilding;
+		res.status = nothing ? "in_sync" : "would_sync";
+		say(a.json, "{}: {} ({} in {} range(s) would move to the master{})\n", name,
+		    nothing ? "in sync" : "would rebuild", size_text(res.to_move), res.ranges,
+		    was_rebuilding ? "; the master is marked as being rebuilt" : "");
+		pool->close();
+		res.seconds = std::chrono::duration<double>(clock::now() - start).count();
+		return res;
+	}
+	if (!ranges.empty() && m.header() && !was_rebuilding)
+		m.mark_rebuilding(true);
+	if (!ranges.empty()) {
+		progress bar(fmt::format("sync {}", name), res.to_move,
+		             a.json ? progress::style::none : style);
+		std::uint64_t done = 0;
+		for (const auto &x : ranges) {
+			for (std::uint64_t off = x.begin; off < x.end; off += 4u << 20) {
+				const std::uint64_t n =
+				    std::min<std::uint64_t>(4u << 20, x.end - off);
+				pool->read(m.base() + off, off, n, 0);
+				m.persist(off, n);
+				done += n;
+				bar.update(done);
+			}
+		}
+		bar.finish();
+	}
+	pool->close();
+	res.moved = res.to_move;
+	if (m.header() && m.rebuilding())
+		m.mark_rebuilding(false); // every byte read is durable in the master
+	res.seconds = std::chrono::duration<double>(clock::now() - start).count();
+	res.status = ranges.empty() && !was_rebuilding ? "in_sync" : "synchronized";
+	say(a.json, "{}: {} ({} read in {} range(s); {}; {:.2f} s)\n", name,
+	    ranges.empty() ? "in sync, nothing moved" : "rebuilt", size_text(res.moved), res.ranges,
+	    res.method == "delta"
+	        ? fmt::format("{} of {} blocks differed", res.differing_blocks, res.blocks)
+	        : "the whole pool",
+	    res.seconds);
 	return res;
 }
 
@@ -637,7 +730,19 @@ int cmd_sync(const replicate_args &a)
 		    exit_usage);
 	auto args = a;
 	args.block_size = static_cast<std::uint32_t>(bs);
+	if (a.from >= 0 && a.replicas.size() > 0)
+		throw failure(
+		    "--from and --replica exclude each other: --from R rebuilds the master "
+		    "from replica R",
+		    exit_usage);
+	if (a.from >= 0)
+		which = selected(ps, {static_cast<unsigned>(a.from)});
 	master m(ps);
+	if (a.from < 0 && m.rebuilding())
+		throw failure(fmt::format(
+		    "{}: the master is marked as being rebuilt from a replica (an interrupted "
+		    "`rpmem sync --from`): finish that first (`rpmem sync --from R {}`)",
+		    ps.file, ps.file));
 	ring ring(ps, m);
 	json j;
 	std::uint64_t to_move = 0, moved = 0;
@@ -646,13 +751,15 @@ int cmd_sync(const replicate_args &a)
 		j.begin_object()
 		    .member("poolset", a.poolset)
 		    .member("dry_run", a.dry_run)
+		    .member("direction", a.from >= 0 ? "to_master" : "to_replicas")
 		    .member("block_size", std::uint64_t{bs})
 		    .key("replicas")
 		    .begin_array();
 	for (auto r : which) {
 		sync_result res;
 		try {
-			res = sync_replica(ps, m, ring, r, args, style);
+			res = a.from >= 0 ? rebuild_master(ps, m, r, args, style)
+			                  : sync_replica(ps, m, ring, r, args, style);
 		} catch (const std::exception &e) {
 			const auto *err = dynamic_cast<const rpmem::error *>(&e);
 			const auto *fail = dynamic_cast<const failure *>(&e);

@@ -92,6 +92,8 @@ struct replicate_args {
 	bool full = false;                     // sync: copy the whole pool, no checksums
 	std::string block_size_text = "64KiB"; // sync --block-size
 	std::uint32_t block_size = 64 * 1024;  // parsed from block_size_text
+	int from = -1;                         // sync --from R: rebuild the master from replica R
+	bool force = false; // sync --from: even from a replica marked possibly behind
 };
 
 int cmd_verify(const replicate_args &a);
