@@ -196,6 +196,10 @@ TEST_CASE("options with a value accept -x v, --opt v and --opt=v", "[cmdline]")
 	CHECK(parse({"--mr-mode=auto"}).mr_mode == rpmem::fabric::mr_mode::automatic);
 	for (auto cfg : {parse({"--auth-timeout", "250"}), parse({"--auth-timeout=250"})})
 		CHECK(cfg.auth_timeout == std::chrono::milliseconds(250));
+	CHECK(parse({}).block_checksums);
+	for (auto cfg : {parse({"--block-checksums", "no"}), parse({"--block-checksums=no"})})
+		CHECK_FALSE(cfg.block_checksums);
+	CHECK(parse({"--block-checksums=yes"}).block_checksums);
 }
 
 TEST_CASE("bad wait and memory registration modes", "[cmdline]")
@@ -361,7 +365,8 @@ TEST_CASE("every config key", "[config-file]")
 	                     "wait = block\n"
 	                     "persist-commit = yes\n"
 	                     "mr-mode = basic\n"
-	                     "auth-timeout = 300\n");
+	                     "auth-timeout = 300\n"
+	                     "block-checksums = no\n");
 	CHECK(cfg.log_file == "/var/tmp/r.log");
 	CHECK_FALSE(cfg.use_syslog); // a log file turns syslog off
 	CHECK(cfg.poolset_dir == "/pools");
@@ -373,6 +378,7 @@ TEST_CASE("every config key", "[config-file]")
 	CHECK(cfg.persist_commit);
 	CHECK(cfg.mr_mode == rpmem::fabric::mr_mode::basic);
 	CHECK(cfg.auth_timeout == std::chrono::milliseconds(300));
+	CHECK_FALSE(cfg.block_checksums);
 
 	CHECK(from_text("log-file = /l\nuse-syslog = yes").use_syslog);
 	CHECK_FALSE(from_text("use-syslog = no").use_syslog);
