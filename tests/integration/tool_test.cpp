@@ -425,7 +425,7 @@ TEST_CASE("rpmem sync falls back to a whole copy, saying why, where rpmemd does 
 	require_status(s.rpmem("verify " + set), 0, "rpmem verify after the whole copy");
 }
 
-TEST_CASE("rpmem sync --from rebuilds the master from a replica, moving only what differs; "
+TEST_CASE("rpmem sync --from rebuilds the master from a replica, moving only what differs, and "
           "a half-rebuilt master is refused by libpmemobj until the rebuild finishes",
           "[tool][sync][from]")
 {
