@@ -375,8 +375,18 @@ struct sync_result {
 	std::size_t ranges = 0;
 	double seconds = 0;
 	double compare_seconds = 0, local_checksum_seconds = 0;
+	std::uint64_t unreplicated_blocks = 0; // differed only in what libpmemobj never replicates
 	std::string error;
 };
+
+/** ", and 2 only in what libpmemobj never replicates (not moved)" or nothing. */
+std::string unreplicated_note(const sync_result &res)
+{
+	if (res.unreplicated_blocks == 0)
+		return {};
+	return fmt::format(", and {} only in what libpmemobj never replicates (not moved)",
+	                   res.unreplicated_blocks);
+}
 
 /** Text lines of a sync; none with --json (the object says it all). */
 template <class... A> void say(bool json, fmt::format_string<A...> f, A &&...args)
@@ -413,6 +423,52 @@ std::vector<client::byte_span> what_differs(remote_pool &pool, const master &m,
 		say(a.json, "{}: {}: copying the whole pool instead\n", name, e.message());
 		return {{begin, m.size()}};
 	}
+}
+
+/**
+ * Drops, from the differing blocks of a libpmemobj pool, those that differ only in bytes
+ * libpmemobj never persists (so never replicates: run-time fields, huge-chunk footers, free
+ * space; lib/pmdk/obj_heap): each such candidate is read back from the replica and compared
+ * with those bytes masked, as verify does. Only for a master known good (the direction to
+ * the replicas): the walk trusts the master's heap.
+ */
+std::vector<client::byte_span> drop_unreplicated_only(remote_pool &pool, const master &m,
+                                                      std::vector<client::byte_span> ranges,
+                                                      std::uint32_t block_size, sync_result &res)
+{
+	const auto skip = ignored(m);
+	if (skip.empty() || ranges.empty())
+		return ranges;
+	const std::uint64_t begin = m.data_offset();
+	std::vector<client::byte_span> kept;
+	std::vector<std::uint8_t> buf(block_size);
+	std::size_t next = 0, probe = 0;
+	for (const auto &r : ranges) {
+		for (std::uint64_t b = r.begin; b < r.end;) {
+			// Blocks are counted from the data offset; r is made of whole ones.
+			const std::uint64_t e =
+			    std::min(r.end, begin + ((b - begin) / block_size + 1) * block_size);
+			while (probe < skip.size() && skip[probe].end <= b)
+				++probe;
+			bool keep = true;
+			if (probe < skip.size() && skip[probe].begin < e) {
+				pool.read(buf.data(), b, e - b, 0);
+				mask_ignored(m, skip, next, buf.data(), b, e - b);
+				keep = std::memcmp(buf.data(), m.base() + b, e - b) != 0;
+			}
+			if (keep) {
+				if (!kept.empty() && kept.back().end == b)
+					kept.back().end = e;
+				else
+					kept.push_back({b, e});
+			} else {
+				++res.unreplicated_blocks;
+				--res.differing_blocks;
+			}
+			b = e;
+		}
+	}
+	return kept;
 }
 
 sync_result sync_replica(const poolset::poolset &ps, const master &m, ring &ring, std::size_t r,
@@ -481,6 +537,9 @@ sync_result sync_replica(const poolset::poolset &ps, const master &m, ring &ring
 		ranges.push_back({begin, m.size()});
 	} else {
 		ranges = what_differs(*pool, m, a, res, name);
+		if (res.method == "delta")
+			ranges =
+			    drop_unreplicated_only(*pool, m, std::move(ranges), a.block_size, res);
 	}
 	for (const auto &x : ranges)
 		res.to_move += x.size();
@@ -499,8 +558,8 @@ sync_result sync_replica(const poolset::poolset &ps, const master &m, ring &ring
 		say(a.json, "{}: {} ({} in {} range(s) would move; {})\n", name,
 		    nothing ? "in sync" : "would synchronize", size_text(res.to_move), res.ranges,
 		    res.method == "delta"
-		        ? fmt::format("{} of {} blocks of {} differ", res.differing_blocks,
-		                      res.blocks, size_text(a.block_size))
+		        ? fmt::format("{} of {} blocks of {} differ{}", res.differing_blocks,
+		                      res.blocks, size_text(a.block_size), unreplicated_note(res))
 		        : "whole pool");
 		pool->close();
 		res.seconds = std::chrono::duration<double>(clock::now() - start).count();
@@ -536,10 +595,10 @@ sync_result sync_replica(const poolset::poolset &ps, const master &m, ring &ring
 	if (res.method == "delta")
 		say(a.json,
 		    "{}: {} ({} moved in {} range(s); {} compared by {} block checksums, {} of {} "
-		    "blocks differed; {:.2f} s)\n",
+		    "blocks differed{}; {:.2f} s)\n",
 		    name, writes ? "synchronized" : "in sync, nothing moved", size_text(res.moved),
 		    res.ranges, size_text(res.compared), size_text(a.block_size),
-		    res.differing_blocks, res.blocks, res.seconds);
+		    res.differing_blocks, res.blocks, unreplicated_note(res), res.seconds);
 	else
 		say(a.json, "{}: synchronized ({} written, the whole pool; {:.2f} s)\n", name,
 		    size_text(res.moved), res.seconds);
@@ -654,6 +713,7 @@ void add_json(json &j, const poolset::poolset &ps, const sync_result &res)
 	    .member("bytes_to_move", res.to_move)
 	    .member("moved_bytes", res.moved)
 	    .member("seconds", res.seconds)
+	    .member("unreplicated_blocks", res.unreplicated_blocks)
 	    .member("compare_seconds", res.compare_seconds)
 	    .member("local_checksum_seconds", res.local_checksum_seconds)
 	    .end_object();
