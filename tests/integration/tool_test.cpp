@@ -425,6 +425,24 @@ TEST_CASE("rpmem sync falls back to a whole copy, saying why, where rpmemd does 
 	CHECK(has(sync, "copying the whole pool instead"));
 	CHECK(has(sync, "synchronized (64.0 MiB written, the whole pool"));
 	require_status(s.rpmem("verify " + set), 0, "rpmem verify after the whole copy");
+
+	// An rpmemd that announces protocol 1.1 is never sent a checksum request (it would take
+	// the unknown message for a broken peer): whole copy, saying why.
+	// (A script: RPMEM_CMD's '|' separates commands, as in PMDK.)
+	const auto wrapper = s.local() / "old-rpmemd.sh";
+	std::ofstream(wrapper) << "#!/bin/sh\n"
+	                       << s.node().command()
+	                       << " | /usr/bin/python3 " RPMEM_SOURCE_DIR
+	                          "/tests/support/old_hello.py\n";
+	fs::permissions(wrapper, fs::perms::owner_all);
+	auto old = s.env();
+	const auto at = old.find("RPMEM_CMD='") + 11;
+	old.replace(at, old.find('\'', at) - at, wrapper.string());
+	auto old_dry = run(tool + " sync --dry-run --json " + set, old);
+	require_status(old_dry, 0, "rpmem sync --dry-run --json, rpmemd speaking 1.1");
+	CHECK(json_fields(old_dry, "d['replicas'][0]['method'], 'control protocol 1.1' in "
+	                           "d['replicas'][0]['fallback'], 'cannot checksum blocks' in "
+	                           "d['replicas'][0]['fallback']") == "full True True\n");
 }
 
 TEST_CASE("rpmem sync --from rebuilds the master from a replica, moving only what differs, and "
