@@ -27,8 +27,9 @@ namespace
 inline constexpr std::chrono::milliseconds frame_timeout{5000};
 
 /** Bytes hashed per checksum_resp at most: each answer comes within a fraction of a second
- *  even with large blocks, so the client's per-message timeout never needs to grow. */
-inline constexpr std::uint64_t checksum_bytes_per_message = 256u << 20;
+ *  from memory, and within the client's per-message timeout (RPMEM_CONTROL_TIMEOUT, 10 s) even from
+ * a page-cache-cold file read at 10 MB/s, whatever the block size. */
+inline constexpr std::uint64_t checksum_bytes_per_message = 64u << 20;
 
 /** A stream whose first byte was already read (to wait for a frame without cutting it). */
 class prefetched_stream final : public rpmem::byte_stream
