@@ -361,7 +361,10 @@ TEST_CASE("rpmem sync killed at any point (client or rpmemd) leaves the replica 
 	std::uint64_t seed = 1;
 
 	// Killed inside the copy, at 10 %, 50 % and 90 % of the bytes moved (the progress line
-	// says so): the replica must be marked.
+	// says so): the replica must be marked. A kill that came too late (the test read the line
+	// after the sync had finished: a loaded machine) checks the unmarked outcome instead; most
+	// must land in time.
+	int in_time = 0;
 	for (const char *at : {"10%", "50%", "90%"}) {
 		for (bool kill_daemon : {false, true}) {
 			INFO("kill " << (kill_daemon ? "rpmemd" : "the client") << " at " << at);
@@ -376,12 +379,14 @@ TEST_CASE("rpmem sync killed at any point (client or rpmemd) leaves the replica 
 					                  ::kill(client, SIGKILL);
 			                  });
 			INFO("rpmem sync printed:\n" << r.output);
-			CHECK(r.status != 0);
-			if (kill_daemon)
+			const bool landed = r.status != 0;
+			if (landed && kill_daemon)
 				CHECK(has(r, "replica 1 ("));
-			check_outcome(before, true);
+			in_time += landed;
+			check_outcome(before, landed);
 		}
 	}
+	CHECK(in_time >= 3);
 
 	// Killed after guessed delays (fractions of an uninterrupted sync's time here): before
 	// the copy, inside or after, the replica is marked or untouched or complete.
@@ -468,12 +473,18 @@ TEST_CASE("rpmem sync --from rebuilds the master from a replica, moving only wha
 	                  "d['bytes_to_move'] % 65536 == 0") == "to_master delta True True True\n");
 	CHECK(pool_data(s.local_part()).substr((2u << 20) + 100 - 4096, 8) == "garbage!"); // dry
 
-	// Everything differs; killed half-way through the rebuild.
-	smear_master(s.local_part(), 77);
-	auto killed = run_killed_at(tool + " sync --from 1 --progress lines " + set, s.env(),
-	                            ": 50% (", [](pid_t pid) { ::kill(pid, SIGKILL); });
-	CHECK(killed.status != 0);
-	wait_rpmemd_gone(s.node());
+	// Everything differs; killed half-way through the rebuild (again, should the kill come
+	// after the rebuild finished on a loaded machine).
+	bool landed = false;
+	for (int attempt = 0; attempt < 5 && !landed; ++attempt) {
+		smear_master(s.local_part(), 77 + attempt);
+		auto killed =
+		    run_killed_at(tool + " sync --from 1 --progress lines " + set, s.env(),
+		                  ": 50% (", [](pid_t pid) { ::kill(pid, SIGKILL); });
+		landed = killed.status == -1; // died of the signal, not done before it came
+		wait_rpmemd_gone(s.node());
+	}
+	REQUIRE(landed);
 	auto refused = s.obj("verify", s.poolset());
 	INFO("06-pmemobj-replica verify on the half-rebuilt master printed:\n" << refused.output);
 	CHECK(refused.status != 0); // libpmemobj: unknown incompat feature
