@@ -243,10 +243,16 @@ TEST_CASE("rpmem verify finds differing ranges and rpmem sync repairs them", "[t
 		auto lost = s.rpmem("verify " + set);
 		require_status(lost, 2, "rpmem verify of a lost replica");
 		CHECK(has(lost, "replica 1"));
-		auto sync = s.rpmem("sync --progress none " + set);
+		auto dry = s.rpmem("sync --dry-run --json " + set);
+		require_status(dry, 0, "rpmem sync --dry-run --json of a lost replica");
+		CHECK(json_fields(dry, "d['bytes_to_move'], d['replicas'][0]['status'], "
+		                       "d['replicas'][0]['created']") == "67104768 missing True\n");
+		auto sync = s.rpmem("sync --progress none --json " + set);
 		require_status(sync, 0, "rpmem sync of a lost replica");
-		CHECK(has(sync, "missing"));
-		CHECK(!has(sync, "%"));
+		CHECK(json_fields(sync, "d['moved_bytes'], d['replicas'][0]['status'], "
+		                        "d['replicas'][0]['created'], "
+		                        "d['replicas'][0]['was_marked_behind']") ==
+		      "67104768 synchronized True False\n");
 	}
 	require_status(s.rpmem("verify " + set), 0, "rpmem verify after sync");
 	require_status(run("pmempool info " + s.remote_part().string()), 0,

@@ -505,8 +505,8 @@ sync_result sync_replica(const poolset::poolset &ps, const master &m, ring &ring
 		}
 		res.created = true;
 		res.method = "full";
-		res.to_move = m.size() - begin;
 		if (a.dry_run) {
+			res.to_move = m.size() - begin;
 			say(a.json, "{}: missing ({}): would create it and copy {}\n", name,
 			    e.message(), size_text(res.to_move));
 			res.status = "missing";
@@ -522,7 +522,8 @@ sync_result sync_replica(const poolset::poolset &ps, const master &m, ring &ring
 		                           m.header() ? &during : nullptr);
 		have = during;
 	}
-	res.was_behind = have.compat_features & pmdk::feat_compat_rpmem_behind;
+	// (A replica created just now is marked by this sync, not found marked.)
+	res.was_behind = !res.created && (have.compat_features & pmdk::feat_compat_rpmem_behind);
 	control::pool_attr want{};
 	bool repair = false;
 	if (m.header()) {
