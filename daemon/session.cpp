@@ -394,7 +394,7 @@ private:
 			                req.offset, req.offset + req.length, region_->size(),
 			                pool_->descriptor()));
 		const std::uint64_t block = req.block_size;
-		const std::uint64_t nblocks = rpmem::checksum::block_count(req.length, block);
+		const std::uint64_t nblocks = ctl::checksum_count(req);
 		const std::uint64_t per_message = std::clamp<std::uint64_t>(
 		    checksum_bytes_per_message / block, 1, ctl::max_checksums_per_message);
 		const std::uint8_t *base = region_->base() + req.offset;

@@ -17,15 +17,9 @@ using control::block_sum;
 /** XXH3-128 of `len` bytes at `data`. */
 block_sum of(const void *data, std::size_t len) noexcept;
 
-/** Blocks of `block` bytes in `len` bytes (the last may be shorter). */
-constexpr std::uint64_t block_count(std::uint64_t len, std::uint64_t block) noexcept
-{
-	return (len + block - 1) / block;
-}
-
 /**
- * out[i] = of(data + i * block, ...) for the block_count(len, block) blocks of [data, data+len),
- * out.size() must be that count.
+ * out[i] = of(data + i * block, ...) for the blocks of [data, data+len), the last one possibly
+ * shorter; out.size() must be their count (control::checksum_count).
  */
 void blocks(const std::uint8_t *data, std::uint64_t len, std::uint32_t block,
             std::span<block_sum> out) noexcept;

@@ -14,8 +14,9 @@ namespace rpmem::client
 namespace
 {
 
-/** Bytes persisted per step when pushing ranges (the old full copy's chunk). */
-constexpr std::uint64_t push_chunk = 4u << 20;
+/** Bytes moved per step, either way (the old full copy's chunk): one persist round trip, or
+ *  one read and one local persist. */
+constexpr std::uint64_t move_chunk = 4u << 20;
 
 } // namespace
 
@@ -30,7 +31,8 @@ std::uint64_t block_diff::bytes() const
 std::vector<control::block_sum> local_checksums(const std::uint8_t *local, std::uint64_t begin,
                                                 std::uint64_t end, std::uint32_t block)
 {
-	std::vector<control::block_sum> out(checksum::block_count(end - begin, block));
+	std::vector<control::block_sum> out(control::checksum_count(
+	    {begin, end - begin, block, control::checksum_algorithm::xxh3_128}));
 	checksum::blocks(local + begin, end - begin, block, out);
 	return out;
 }
@@ -87,20 +89,43 @@ block_diff compare_blocks(remote_pool &rp, const std::uint8_t *local, std::uint6
 	return d;
 }
 
-void push_ranges(remote_pool &rp, const std::vector<byte_span> &ranges, const progress_fn &progress)
+namespace
+{
+
+/** Calls step(offset, length) for every chunk of `ranges`, then progress(done, total). */
+template <class Step>
+void chunked(const std::vector<byte_span> &ranges, const progress_fn &progress, Step &&step)
 {
 	std::uint64_t total = 0, done = 0;
 	for (const auto &r : ranges)
 		total += r.size();
 	for (const auto &r : ranges) {
-		for (std::uint64_t off = r.begin; off < r.end; off += push_chunk) {
-			const std::uint64_t n = std::min(push_chunk, r.end - off);
-			rp.persist(off, n, 0, 0);
+		for (std::uint64_t off = r.begin; off < r.end; off += move_chunk) {
+			const std::uint64_t n = std::min(move_chunk, r.end - off);
+			step(off, n);
 			done += n;
 			if (progress)
 				progress(done, total);
 		}
 	}
+}
+
+} // namespace
+
+void push_ranges(remote_pool &rp, const std::vector<byte_span> &ranges, const progress_fn &progress)
+{
+	chunked(ranges, progress,
+	        [&](std::uint64_t off, std::uint64_t n) { rp.persist(off, n, 0, 0); });
+}
+
+void pull_ranges(remote_pool &rp, std::uint8_t *local, const std::vector<byte_span> &ranges,
+                 const std::function<void(std::uint64_t, std::uint64_t)> &persist,
+                 const progress_fn &progress)
+{
+	chunked(ranges, progress, [&](std::uint64_t off, std::uint64_t n) {
+		rp.read(local + off, off, n, 0);
+		persist(off, n);
+	});
 }
 
 } // namespace rpmem::client

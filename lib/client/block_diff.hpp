@@ -61,4 +61,13 @@ using progress_fn = std::function<void(std::uint64_t done, std::uint64_t total)>
 void push_ranges(remote_pool &rp, const std::vector<byte_span> &ranges,
                  const progress_fn &progress = {});
 
+/**
+ * Reads `ranges` of the replica into the local copy (`local`: pool offset 0, the memory
+ * registered with rp), in the same chunks as push_ranges, each made durable by `persist`
+ * (offset, length) before the next; progress after each chunk.
+ */
+void pull_ranges(remote_pool &rp, std::uint8_t *local, const std::vector<byte_span> &ranges,
+                 const std::function<void(std::uint64_t, std::uint64_t)> &persist,
+                 const progress_fn &progress = {});
+
 } // namespace rpmem::client

@@ -210,7 +210,7 @@ void control_session::checksums(
 		                host_,
 		                daemon_version_.empty() ? "unknown version" : daemon_version_,
 		                ctl::proto_major, daemon_minor_, ctl::checksum_since_minor, host_));
-	const std::uint64_t nblocks = (req.length + req.block_size - 1) / req.block_size;
+	const std::uint64_t nblocks = ctl::checksum_count(req);
 	const auto expect = ctl::msg_type::checksum_resp;
 	std::lock_guard lock(mutex_); // the whole answer: a keep-alive ping waits for it
 	std::uint64_t next = 0;

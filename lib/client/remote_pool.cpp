@@ -177,7 +177,7 @@ std::vector<ctl::block_sum> remote_pool::checksums(std::size_t offset, std::size
 		                                       "pool's {} bytes",
 		                                       offset, offset + length, size_));
 	ctl::checksum_request req{offset, length, block, ctl::checksum_algorithm::xxh3_128};
-	std::vector<ctl::block_sum> out((length + block - 1) / block);
+	std::vector<ctl::block_sum> out(ctl::checksum_count(req));
 	ctl_->checksums(req, [&](std::uint64_t first, std::span<const ctl::block_sum> sums) {
 		std::copy(sums.begin(), sums.end(),
 		          out.begin() + static_cast<std::ptrdiff_t>(first));

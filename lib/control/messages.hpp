@@ -201,6 +201,12 @@ struct checksum_request {
 	bool operator==(const checksum_request &) const = default;
 };
 
+/** Blocks (so checksums) the request covers: its last block may be short. */
+constexpr std::uint64_t checksum_count(const checksum_request &r) noexcept
+{
+	return (r.length + r.block_size - 1) / r.block_size;
+}
+
 struct checksum_response {
 	status st = status::success;
 	std::uint32_t err = 0;

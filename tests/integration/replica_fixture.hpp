@@ -11,6 +11,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <thread>
+
 #include <fmt/format.h>
 
 #include <csignal>
@@ -323,6 +326,15 @@ inline bool run_kill_rpmemd(const std::string &unique)
 	if (pid <= 0)
 		return false;
 	return ::kill(pid, SIGKILL) == 0;
+}
+
+/** Waits (bounded: 10 s) until the rpmemd serving `node` has exited. */
+inline void require_rpmemd_gone(replica &node)
+{
+	const auto dir = node.dir().string();
+	for (int i = 0; i < 1000 && find_rpmemd(dir) > 0; ++i)
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	REQUIRE(find_rpmemd(dir) < 0);
 }
 
 } // namespace rpmem::test

@@ -429,15 +429,6 @@ bool wait_for_first_record(const fs::path &part)
 	return false;
 }
 
-/** Waits (bounded) until the rpmemd serving `node` has exited. */
-void require_rpmemd_gone(replica &node)
-{
-	const auto dir = node.dir().string();
-	for (int i = 0; i < 1000 && find_rpmemd(dir) > 0; ++i)
-		std::this_thread::sleep_for(std::chrono::milliseconds(10));
-	REQUIRE(find_rpmemd(dir) < 0);
-}
-
 } // namespace
 
 TEST_CASE("replicated_pool asynchronous: a writer killed mid-stream leaves each replica a "

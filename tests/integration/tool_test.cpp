@@ -5,6 +5,8 @@
 #include "process.hpp"
 #include "replica_fixture.hpp"
 
+#include "pmdk/pool_header.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -270,15 +272,14 @@ TEST_CASE("rpmem verify finds differing ranges and rpmem sync repairs them", "[t
 namespace
 {
 
-/** The replica's part holds the possibly-behind mark (pool_hdr compat features, offset 12). */
+/** The replica's part holds the possibly-behind mark (its pool header's compat features). */
 bool marked_behind(const fs::path &part)
 {
 	std::ifstream in(part, std::ios::binary);
-	std::uint32_t compat = 0;
-	in.seekg(12);
-	in.read(reinterpret_cast<char *>(&compat), 4);
+	rpmem::pmdk::pool_hdr hdr{};
+	in.read(reinterpret_cast<char *>(&hdr), sizeof(hdr));
 	REQUIRE(in);
-	return compat & 0x40000000u;
+	return rpmem::pmdk::load_le(hdr.feat.compat) & rpmem::pmdk::feat_compat_rpmem_behind;
 }
 
 /** Bytes [4096, 64 MiB) of a part: the pool data past the header. */
@@ -330,14 +331,6 @@ process_result run_killed_at(const std::string &command, const std::string &env,
 	return r;
 }
 
-void wait_rpmemd_gone(replica &node)
-{
-	const auto dir = node.dir().string();
-	for (int i = 0; i < 1000 && find_rpmemd(dir) > 0; ++i)
-		std::this_thread::sleep_for(std::chrono::milliseconds(10));
-	REQUIRE(find_rpmemd(dir) < 0);
-}
-
 } // namespace
 
 TEST_CASE("rpmem sync killed at any point (client or rpmemd) leaves the replica marked behind "
@@ -350,7 +343,7 @@ TEST_CASE("rpmem sync killed at any point (client or rpmemd) leaves the replica 
 	require_status(run("pmempool create --layout=rpmem-example-06 obj " + set, s.env()), 0,
 	               "pmempool create obj");
 	auto check_outcome = [&](const std::string &before, bool must_be_marked) {
-		wait_rpmemd_gone(s.node());
+		require_rpmemd_gone(s.node());
 		const std::string after = pool_data(s.remote_part());
 		if (marked_behind(s.remote_part())) {
 			CHECK(has(s.rpmem("verify " + set), "marked possibly behind"));
@@ -488,7 +481,7 @@ TEST_CASE("rpmem sync --from rebuilds the master from a replica, moving only wha
 		    run_killed_at(tool + " sync --from 1 --progress lines " + set, s.env(),
 		                  ": 50% (", [](pid_t pid) { ::kill(pid, SIGKILL); });
 		landed = killed.status == -1; // died of the signal, not done before it came
-		wait_rpmemd_gone(s.node());
+		require_rpmemd_gone(s.node());
 	}
 	REQUIRE(landed);
 	auto refused = s.obj("verify", s.poolset());

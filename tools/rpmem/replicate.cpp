@@ -661,17 +661,10 @@ sync_result rebuild_master(const poolset::poolset &ps, master &m, std::size_t r,
 	if (!ranges.empty()) {
 		progress bar(fmt::format("sync {}", name), res.to_move,
 		             a.json ? progress::style::none : style);
-		std::uint64_t done = 0;
-		for (const auto &x : ranges) {
-			for (std::uint64_t off = x.begin; off < x.end; off += 4u << 20) {
-				const std::uint64_t n =
-				    std::min<std::uint64_t>(4u << 20, x.end - off);
-				pool->read(m.base() + off, off, n, 0);
-				m.persist(off, n);
-				done += n;
-				bar.update(done);
-			}
-		}
+		client::pull_ranges(
+		    *pool, m.base(), ranges,
+		    [&](std::uint64_t off, std::uint64_t n) { m.persist(off, n); },
+		    [&](std::uint64_t done, std::uint64_t) { bar.update(done); });
 		bar.finish();
 	}
 	pool->close();
