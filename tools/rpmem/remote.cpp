@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rpmem create | open-check | info | attr | rm TARGET DESC: one remote pool, through the same
 // client core as librpmem (lib/client/remote_pool), so what works here works for applications.
+#include "replicas.hpp"
 #include "tool.hpp"
 
 #include "client/json.hpp"
@@ -23,33 +24,6 @@ namespace
 
 using client::remote_pool;
 
-/** Page-aligned anonymous memory the remote pool's lanes register (nothing is written). */
-class scratch
-{
-public:
-	explicit scratch(std::uint64_t size)
-	{
-		auto page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
-		size_ = (size + page - 1) / page * page;
-		void *p = mmap(nullptr, size_, PROT_READ | PROT_WRITE,
-		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (p == MAP_FAILED)
-			throw rpmem::error(errno, fmt::format("cannot map {} bytes of local memory "
-			                                      "for the pool: use a smaller --size",
-			                                      size_));
-		addr_ = p;
-	}
-	~scratch() { munmap(addr_, size_); }
-	scratch(const scratch &) = delete;
-	scratch &operator=(const scratch &) = delete;
-	void *addr() const { return addr_; }
-	std::uint64_t size() const { return size_; }
-
-private:
-	void *addr_ = nullptr;
-	std::uint64_t size_ = 0;
-};
-
 struct opened {
 	std::unique_ptr<scratch> mem;
 	std::unique_ptr<remote_pool> pool;
@@ -62,7 +36,7 @@ opened open_pool(const remote_args &r)
 	opened o;
 	o.mem = std::make_unique<scratch>(parse_size_arg(r.size, "--size"));
 	o.lanes = r.lanes;
-	o.pool = remote_pool::open(r.target, r.descriptor, o.mem->addr(), o.mem->size(), &o.lanes,
+	o.pool = remote_pool::open(r.target, r.descriptor, o.mem->data(), o.mem->size(), &o.lanes,
 	                           &o.attr);
 	return o;
 }
@@ -123,7 +97,7 @@ int cmd_create(const remote_args &r, const attr_options &attrs, bool no_headers)
 			a.prev_uuid = a.uuid;
 	}
 	unsigned lanes = r.lanes;
-	auto pool = remote_pool::create(r.target, r.descriptor, mem.addr(), mem.size(), &lanes,
+	auto pool = remote_pool::create(r.target, r.descriptor, mem.data(), mem.size(), &lanes,
 	                                no_headers ? nullptr : &a);
 	pool->close();
 	fmt::print("created {} on {}: {} ({}), {}\n", r.descriptor, r.target, size_text(mem.size()),
@@ -137,7 +111,7 @@ int cmd_open_check(const remote_args &r)
 	auto o = open_pool(r);
 	// Prove the data path, not only the control session: read the first page back.
 	std::uint64_t n = std::min<std::uint64_t>(o.mem->size(), 4096);
-	o.pool->read(o.mem->addr(), 0, n, 0);
+	o.pool->read(o.mem->data(), 0, n, 0);
 	auto provider = o.pool->fabric().provider;
 	auto method = o.pool->method();
 	o.pool->close();

@@ -6,6 +6,7 @@
 #include "client/json.hpp"
 #include "master.hpp"
 #include "progress.hpp"
+#include "replicas.hpp"
 #include "tool.hpp"
 
 #include "client/block_diff.hpp"
@@ -37,166 +38,6 @@ using uuid = std::array<std::uint8_t, 16>;
 
 constexpr std::uint64_t verify_chunk = 1u << 20;
 constexpr std::uint64_t block = 4096;
-
-std::string replica_name(const poolset::poolset &ps, std::size_t r)
-{
-	const auto &rep = ps.replicas[r];
-	return fmt::format("replica {} ({} {})", r, rep.target, rep.descriptor);
-}
-
-/** Which replicas to work on: the given indexes (checked) or every remote one. */
-std::vector<std::size_t> selected(const poolset::poolset &ps, const std::vector<unsigned> &want)
-{
-	std::vector<std::size_t> out;
-	if (want.empty()) {
-		for (std::size_t r = 1; r < ps.replicas.size(); ++r)
-			if (ps.replicas[r].is_remote())
-				out.push_back(r);
-		if (out.empty())
-			throw failure(fmt::format("{}: the pool set has no REPLICA user@host "
-			                          "remote.set line: nothing to compare",
-			                          ps.file));
-		return out;
-	}
-	for (unsigned r : want) {
-		if (r == 0 || r >= ps.replicas.size() || !ps.replicas[r].is_remote())
-			throw failure(
-			    fmt::format("{}: replica {} is not a remote replica (replicas "
-			                "are numbered from 0, the master; the pool set has "
-			                "{})",
-			                ps.file, r, ps.replicas.size()),
-			    exit_usage);
-		out.push_back(r);
-	}
-	return out;
-}
-
-/** Anonymous memory registered as the "local pool" when only reading the replica. */
-class scratch
-{
-public:
-	explicit scratch(std::uint64_t size) : size_(size)
-	{
-		void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
-		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (p == MAP_FAILED)
-			throw rpmem::error(errno, fmt::format("cannot map {} bytes to read the "
-			                                      "replica into",
-			                                      size));
-		addr_ = static_cast<std::uint8_t *>(p);
-	}
-	~scratch() { munmap(addr_, size_); }
-	scratch(const scratch &) = delete;
-	scratch &operator=(const scratch &) = delete;
-	std::uint8_t *data() const { return addr_; }
-
-private:
-	std::uint8_t *addr_;
-	std::uint64_t size_;
-};
-
-/**
- * The UUIDs of part 0 of every replica, as the replica ring links them: the master's own, its
- * next (replica 1) and prev (the last replica); others are learned from the replicas opened.
- */
-class ring
-{
-public:
-	ring(const poolset::poolset &ps, const master &m) : ids_(ps.replicas.size())
-	{
-		if (!m.header())
-			return; // NOHDRS: no links to keep
-		const auto &h = *m.header();
-		ids_[0] = h.part_uuid;
-		if (ids_.size() > 1) {
-			ids_[1] = h.next_repl_uuid;
-			ids_.back() = h.prev_repl_uuid;
-		}
-		// Local replicas: their part 0 header says who they are.
-		for (std::size_t r = 1; r < ps.replicas.size(); ++r) {
-			if (ps.replicas[r].is_remote() || ps.header_count(r) == 0)
-				continue;
-			int fd = ::open(ps.replicas[r].parts[0].path.c_str(), O_RDONLY | O_CLOEXEC);
-			if (fd < 0)
-				continue;
-			pmdk::pool_hdr hdr;
-			if (pread(fd, &hdr, sizeof(hdr), 0) == sizeof(hdr) &&
-			    !pmdk::check_header_alone(hdr))
-				learn(r, hdr.part_uuid, hdr.prev_repl_uuid, hdr.next_repl_uuid);
-			::close(fd);
-		}
-	}
-	void learn(std::size_t r, const uuid &self, const uuid &prev, const uuid &next)
-	{
-		auto n = ids_.size();
-		if (!ids_[r])
-			ids_[r] = self;
-		if (!ids_[(r + n - 1) % n])
-			ids_[(r + n - 1) % n] = prev;
-		if (!ids_[(r + 1) % n])
-			ids_[(r + 1) % n] = next;
-	}
-	const std::optional<uuid> &self(std::size_t r) const { return ids_[r]; }
-	const std::optional<uuid> &prev(std::size_t r) const
-	{
-		return ids_[(r + ids_.size() - 1) % ids_.size()];
-	}
-	const std::optional<uuid> &next(std::size_t r) const { return ids_[(r + 1) % ids_.size()]; }
-
-private:
-	std::vector<std::optional<uuid>> ids_;
-};
-
-/** What the replica's attributes must be; fields the ring does not know keep `have`'s. */
-control::pool_attr expected_attr(const master &m, const ring &ring, std::size_t r,
-                                 const control::pool_attr &have)
-{
-	control::pool_attr want = pmdk::header_attr(*m.header());
-	want.compat_features &= ~pmdk::feat_compat_rpmem_behind;
-	want.uuid = have.uuid;
-	want.prev_uuid = ring.prev(r).value_or(have.prev_uuid);
-	want.next_uuid = ring.next(r).value_or(have.next_uuid);
-	return want;
-}
-
-/** Names of the attribute fields that differ. */
-std::vector<std::string> attr_differences(const control::pool_attr &want,
-                                          const control::pool_attr &have, const ring &ring,
-                                          std::size_t r)
-{
-	std::vector<std::string> out;
-	if (have.is_zero()) {
-		out.push_back("the replica has no pool header (the master has one)");
-		return out;
-	}
-	if (want.signature != have.signature)
-		out.push_back(fmt::format("signature '{}' (master: '{}')",
-		                          signature_text(have.signature),
-		                          signature_text(want.signature)));
-	if (want.major != have.major)
-		out.push_back(fmt::format("major {} (master: {})", have.major, want.major));
-	// The "possibly behind" mark is the replica's own (reported by itself, not a difference).
-	if (want.compat_features != (have.compat_features & ~pmdk::feat_compat_rpmem_behind) ||
-	    want.incompat_features != have.incompat_features ||
-	    want.ro_compat_features != have.ro_compat_features)
-		out.push_back("feature flags differ from the master's");
-	if (want.poolset_uuid != have.poolset_uuid)
-		out.push_back(fmt::format("pool set UUID {} (master: {})",
-		                          uuid_text(have.poolset_uuid),
-		                          uuid_text(want.poolset_uuid)));
-	if (ring.self(r) && *ring.self(r) != have.uuid)
-		out.push_back(fmt::format("replica UUID {} is not the {} its neighbours link to",
-		                          uuid_text(have.uuid), uuid_text(*ring.self(r))));
-	if (want.prev_uuid != have.prev_uuid)
-		out.push_back(fmt::format("previous-replica link {} (expected {})",
-		                          uuid_text(have.prev_uuid), uuid_text(want.prev_uuid)));
-	if (want.next_uuid != have.next_uuid)
-		out.push_back(fmt::format("next-replica link {} (expected {})",
-		                          uuid_text(have.next_uuid), uuid_text(want.next_uuid)));
-	if (want.user_flags != have.user_flags)
-		out.push_back("architecture flags differ from the master's");
-	return out;
-}
 
 struct range {
 	std::uint64_t begin, end;
@@ -711,15 +552,6 @@ void add_json(json &j, const poolset::poolset &ps, const sync_result &res)
 	    .member("compare_seconds", res.compare_seconds)
 	    .member("local_checksum_seconds", res.local_checksum_seconds)
 	    .end_object();
-}
-
-poolset::poolset load(const std::string &file)
-{
-	try {
-		return poolset::parse_file(file);
-	} catch (const poolset::parse_error &e) {
-		throw failure(e.what(), exit_usage);
-	}
 }
 
 } // namespace
