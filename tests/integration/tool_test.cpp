@@ -16,6 +16,8 @@
 #include <thread>
 
 #include <csignal>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 using namespace rpmem::test;
@@ -525,6 +527,11 @@ TEST_CASE("rpmem promote makes a replica the master: stock libpmemobj opens it, 
 	auto dry = s.rpmem("promote --dry-run " + replica_set.string());
 	require_status(dry, 0, "rpmem promote --dry-run");
 	CHECK(has(dry, "dry run: nothing written"));
+	auto dry_json = s.rpmem("promote --dry-run --json " + replica_set.string());
+	require_status(dry_json, 0, "rpmem promote --dry-run --json");
+	CHECK(json_fields(dry_json, "d['dry_run'], d['promoted'], d['already_promoted'], "
+	                            "d['signature'], d['parts'], d['headers_written'], "
+	                            "d['exit_status']") == "True False False PMEMOBJ 1 0 0\n");
 	CHECK(s.obj("verify", replica_set).status != 0);
 
 	const fs::path promoted = s.local() / "promoted.set";
@@ -542,6 +549,10 @@ TEST_CASE("rpmem promote makes a replica the master: stock libpmemobj opens it, 
 	auto twice = s.rpmem("promote " + replica_set.string());
 	require_status(twice, 0, "rpmem promote of a promoted pool");
 	CHECK(has(twice, "already itself"));
+	auto twice_json = s.rpmem("promote --json " + replica_set.string());
+	require_status(twice_json, 0, "rpmem promote --json of a promoted pool");
+	CHECK(json_fields(twice_json, "d['already_promoted'], d['promoted'], d['uuid'] == "
+	                              "d['next_uuid'] == d['prev_uuid']") == "True False True\n");
 }
 
 TEST_CASE("rpmem promote refuses a replica with a damaged header and writes nothing",
@@ -558,6 +569,113 @@ TEST_CASE("rpmem promote refuses a replica with a damaged header and writes noth
 	CHECK(has(p, "invalid pool header checksum"));
 	CHECK(has(p, "pmempool sync"));
 	CHECK(slurp(s.remote_part()).substr(0, 4096) == before);
+}
+
+TEST_CASE("rpmem check: a whole set is consistent; damaged part headers and mislinked, behind or "
+          "missing replicas are found, and --repair fixes them from sound copies",
+          "[tool][check]")
+{
+	sshd server;
+	setup s(server);
+	// A master in two parts, so that one part's header can be rebuilt from the other's.
+	const fs::path set = s.local() / "two.set";
+	const fs::path part0 = s.local() / "p0", part1 = s.local() / "p1";
+	std::ofstream(set) << fmt::format("PMEMPOOLSET\n32M {}\n32M {}\nREPLICA {} remote.set\n",
+	                                  part0.string(), part1.string(), s.target());
+	require_status(s.obj("create", set), 0, "06-pmemobj-replica create");
+	const std::string check = "check " + set.string();
+	const std::string replica1 = "replica 1 (" + s.target() + " remote.set)";
+
+	auto ok = s.rpmem(check);
+	require_status(ok, 0, "rpmem check of a healthy set");
+	CHECK(has(ok, "replica 0 (the master, local): consistent"));
+	CHECK(has(ok, replica1 + ": consistent (80.0 MiB pool)"));
+	auto js = s.rpmem("check --json " + set.string());
+	require_status(js, 0, "rpmem check --json of a healthy set");
+	// Part 1 maps past its own 4 KiB header: the pool is 64 MiB - 4 KiB.
+	CHECK(json_fields(js, "d['consistent'], d['exit_status'], d['replicas'][0]['status'], "
+	                      "d['replicas'][0]['pool_size'], d['replicas'][1]['status'], "
+	                      "d['replicas'][1]['pool_size'], d['replicas'][1]['problems']") ==
+	      "True 0 consistent 67104768 consistent 83886080 []\n");
+
+	SECTION(
+	    "a damaged part header is found; --repair rebuilds it and libpmemobj opens the pool")
+	{
+		const std::string before = slurp(part1).substr(0, 4096);
+		overwrite(part1, 200, "x"); // inside the checksummed part of the header
+		auto bad = s.rpmem(check);
+		require_status(bad, 1, "rpmem check of a set with a damaged part header");
+		CHECK(has(bad, "part 1 (" + part1.string() + "): invalid pool header checksum"));
+		CHECK(has(bad, "--repair rebuilds it"));
+		CHECK(has(bad, "not consistent"));
+		CHECK(slurp(part1).substr(0, 4096) != before); // check alone wrote nothing
+
+		auto fixed = s.rpmem("check --repair " + set.string());
+		require_status(fixed, 0, "rpmem check --repair");
+		CHECK(has(fixed, "repaired: part 1 (" + part1.string() + "): header rebuilt"));
+		// The same header as before, apart from its creation time (and so its checksum).
+		auto after = slurp(part1).substr(0, 4096);
+		CHECK(after.substr(0, 120) == before.substr(0, 120));
+		CHECK(after.substr(128, 4088 - 128) == before.substr(128, 4088 - 128));
+		require_status(s.rpmem(check), 0, "rpmem check after the repair");
+		require_status(s.obj("verify", set), 0, "libpmemobj opens the repaired pool");
+	}
+	SECTION("part 0's header is not rebuilt: it is reported with what to do")
+	{
+		overwrite(part0, 200, "x");
+		auto bad = s.rpmem("check --repair " + set.string());
+		require_status(bad, 1, "rpmem check --repair of a damaged part 0 header");
+		CHECK(has(bad, "part 0 (" + part0.string() + "): invalid pool header checksum"));
+		CHECK(has(bad, "not repaired: part 0's header holds the pool's shutdown state"));
+		CHECK(has(bad, replica1 + ": not checked: the master is not sound"));
+	}
+	SECTION("a mislinked replica marked behind is found; --repair brings it in line")
+	{
+		require_status(
+		    s.rpmem("attr " + s.target() +
+		            " remote.set --next-uuid 01234567-89ab-cdef-0123-456789abcdef "
+		            "--compat 0x40000000"),
+		    0, "rpmem attr (a wrong link and the behind mark)");
+		auto bad = s.rpmem(check);
+		require_status(bad, 1, "rpmem check of a mislinked replica");
+		CHECK(has(bad, replica1 + ": header: next-replica link 01234567-89ab-cdef-0123-"
+		                          "456789abcdef"));
+		CHECK(has(bad, replica1 + ": marked possibly behind the master"));
+		auto fixed = s.rpmem("check --repair --json " + set.string());
+		require_status(fixed, 0, "rpmem check --repair --json");
+		CHECK(json_fields(fixed, "d['consistent'], d['replicas'][1]['status'], "
+		                         "'attributes set from the master' in "
+		                         "d['replicas'][1]['repairs'][0], "
+		                         "'no longer marked' in d['replicas'][1]['repairs'][0]") ==
+		      "True repaired True True\n");
+		require_status(s.rpmem(check), 0, "rpmem check after the repair");
+		require_status(s.rpmem("verify " + set.string()), 0,
+		               "rpmem verify after the repair");
+	}
+	SECTION("a missing replica is found; --repair re-creates it")
+	{
+		fs::remove(s.remote_part());
+		auto bad = s.rpmem(check);
+		require_status(bad, 1, "rpmem check of a set whose replica is missing");
+		CHECK(has(bad, replica1 + ": missing"));
+		auto fixed = s.rpmem("check --repair " + set.string());
+		require_status(fixed, 0, "rpmem check --repair of a missing replica");
+		CHECK(has(fixed, replica1 + ": repaired: re-created and"));
+		require_status(s.rpmem("verify " + set.string()), 0,
+		               "rpmem verify of the re-created");
+		require_status(s.obj("verify", set), 0, "libpmemobj opens the set");
+	}
+	SECTION("a pool in use is not checked")
+	{
+		int fd = ::open(part0.c_str(), O_RDONLY | O_CLOEXEC);
+		REQUIRE(fd >= 0);
+		REQUIRE(flock(fd, LOCK_EX | LOCK_NB) == 0); // as libpmemobj holds an open pool
+		auto busy = s.rpmem(check);
+		::close(fd);
+		require_status(busy, 2, "rpmem check of a pool in use");
+		CHECK(has(busy, part0.string() + " is in use"));
+		CHECK(has(busy, "close it first"));
+	}
 }
 
 TEST_CASE("rpmem usage errors and bench", "[tool]")
@@ -642,7 +760,11 @@ TEST_CASE("rpmem's command line: an unknown command is named, help COMMAND helps
 	require_status(run(tool + " help nope"), 2, "rpmem help nope");
 	auto top = run(tool + " --help");
 	require_status(top, 0, "rpmem --help");
-	CHECK(!has(top, "repair")); // it promised a check and repair it does not have
+	// What the top-level help promises exists: check (and its --repair) is a command.
+	CHECK(has(top, "check that the pool set is whole"));
+	auto check_help = run(tool + " help check");
+	require_status(check_help, 0, "rpmem help check");
+	CHECK(has(check_help, "--repair"));
 	auto info = run(tool + " help info");
 	CHECK(!has(info, "local pool size to register"));
 	CHECK(has(info, "--json"));

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// rpmem: create, inspect, verify, synchronize and promote remote pool replicas (rpmem(1)).
+// rpmem: create, inspect, verify, check, synchronize and promote remote pool replicas (rpmem(1)).
 //
 //   rpmem create|open-check|info|attr|rm TARGET DESC    one remote pool (rpmem_create & co.)
 //   rpmem verify POOLSET                                master vs each remote replica
 //   rpmem sync POOLSET                                  rebuild stale remote replicas
+//   rpmem check POOLSET [--repair]                      is the pool set whole
 //   rpmem promote REPLICA_POOLSET [--output FILE]       make a replica the master
 //   rpmem bench ARGS...                                 rpmem-bench
 //
@@ -58,7 +59,7 @@ void add_attrs(CLI::App *cmd, attr_options &a)
 
 int main(int argc, char **argv)
 {
-	CLI::App app{"rpmem: create, inspect, verify, synchronize and promote remote "
+	CLI::App app{"rpmem: create, inspect, verify, check, synchronize and promote remote "
 	             "persistent-memory pool replicas (see rpmem(1))",
 	             "rpmem"};
 	app.set_version_flag("--version", std::string("rpmem ") + RPMEM_TOOL_VERSION);
@@ -120,6 +121,18 @@ int main(int argc, char **argv)
 	sync->add_flag("--force", rep.force,
 	               "with --from: rebuild from a replica marked possibly behind");
 
+	check_args ca;
+	auto *check = app.add_subcommand(
+	    "check", "check that the pool set is whole: local parts, headers, links, remote "
+	             "replicas' sizes and attributes (--repair fixes what it safely can)");
+	check->add_option("POOLSET", ca.poolset, "the pool set file the application opens")
+	    ->required()
+	    ->check(CLI::ExistingFile);
+	check->add_flag("--repair", ca.repair,
+	                "rebuild damaged part headers from sound ones and bring mislinked, "
+	                "missing or behind remote replicas in line with a sound master");
+	check->add_flag("--json", ca.json, "print one JSON object (rpmem(1): JSON OUTPUT)");
+
 	promote_args pa;
 	auto *promote = app.add_subcommand(
 	    "promote", "make a replica the master on its own host after the master is lost");
@@ -130,6 +143,7 @@ int main(int argc, char **argv)
 	                    "write a local pool set file for the "
 	                    "promoted pool");
 	promote->add_flag("-n,--dry-run", pa.dry_run, "check the headers, write nothing");
+	promote->add_flag("--json", pa.json, "print one JSON object (rpmem(1): JSON OUTPUT)");
 	promote->add_flag("-f,--force", pa.force,
 	                  "promote a replica marked possibly behind its master (an "
 	                  "asynchronous writer did not close cleanly), and rewrite the "
@@ -198,6 +212,8 @@ int main(int argc, char **argv)
 			return cmd_verify(rep);
 		if (cmd == sync)
 			return cmd_sync(rep);
+		if (cmd == check)
+			return cmd_check(ca);
 		if (cmd == promote)
 			return cmd_promote(pa);
 		if (cmd == bench)
@@ -209,11 +225,11 @@ int main(int argc, char **argv)
 	} catch (const rpmem::error &e) {
 		std::fflush(stdout);
 		fmt::print(stderr, "rpmem {}: {}\n", cmd->get_name(), rpmem::describe(e));
-		return cmd == verify ? exit_usage : exit_failed;
+		return cmd == verify || cmd == check ? exit_usage : exit_failed;
 	} catch (const std::exception &e) {
 		std::fflush(stdout);
 		fmt::print(stderr, "rpmem {}: {}\n", cmd->get_name(), e.what());
-		return cmd == verify ? exit_usage : exit_failed;
+		return cmd == verify || cmd == check ? exit_usage : exit_failed;
 	}
 	return exit_usage;
 }

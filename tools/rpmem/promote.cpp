@@ -10,6 +10,8 @@
 #include "master.hpp"
 #include "tool.hpp"
 
+#include "client/json.hpp"
+
 #include "pmdk/pool_header.hpp"
 
 #include <fmt/format.h>
@@ -98,13 +100,15 @@ int cmd_promote(const promote_args &a)
 			                          a.poolset, i, hs[i].path, *wrong));
 	}
 	const auto self = first.part_uuid;
-	bool linked_to_self = first.prev_repl_uuid == self && first.next_repl_uuid == self;
-	fmt::print("{}: {} part(s), signature {}, pool set UUID {}\n", a.poolset, parts.size(),
-	           signature_text(first.signature), uuid_text(first.poolset_uuid));
-	fmt::print("  replica links: prev {} next {}{}\n", uuid_text(first.prev_repl_uuid),
-	           uuid_text(first.next_repl_uuid),
-	           linked_to_self ? " (already itself: a single-replica pool)" : "");
+	const bool linked_to_self = first.prev_repl_uuid == self && first.next_repl_uuid == self;
 	const bool behind = pmdk::load_le(first.feat.compat) & pmdk::feat_compat_rpmem_behind;
+	const bool dirty =
+	    (pmdk::load_le(first.feat.incompat) & pmdk::feat_incompat_sds) && first.sds.dirty;
+	say(a.json, "{}: {} part(s), signature {}, pool set UUID {}\n", a.poolset, parts.size(),
+	    signature_text(first.signature), uuid_text(first.poolset_uuid));
+	say(a.json, "  replica links: prev {} next {}{}\n", uuid_text(first.prev_repl_uuid),
+	    uuid_text(first.next_repl_uuid),
+	    linked_to_self ? " (already itself: a single-replica pool)" : "");
 	if (behind && !a.force)
 		throw failure(fmt::format(
 		    "{}: the replica may be behind its master: it was written asynchronously "
@@ -114,14 +118,15 @@ int cmd_promote(const promote_args &a)
 		    "best copy left, promote it with --force",
 		    a.poolset));
 	if (behind)
-		fmt::print("  warning: marked possibly behind its master (--force: promoting it "
-		           "anyway; the mark is cleared)\n");
-	if (pmdk::load_le(first.feat.incompat) & pmdk::feat_incompat_sds && first.sds.dirty)
-		fmt::print(
+		say(a.json, "  warning: marked possibly behind its master (--force: promoting it "
+		            "anyway; the mark is cleared)\n");
+	if (dirty)
+		say(a.json,
 		    "  shutdown state: dirty (the replica was open when the master was lost); "
 		    "libpmemobj checks it on open\n");
 
-	if (!a.dry_run && (!linked_to_self || a.force)) {
+	const bool promote = !a.dry_run && (!linked_to_self || a.force);
+	if (promote) {
 		for (auto &p : hs) {
 			p.hdr.prev_repl_uuid = self;
 			p.hdr.next_repl_uuid = self;
@@ -130,10 +135,10 @@ int cmd_promote(const promote_args &a)
 			pmdk::seal(p.hdr);
 			write_header(p);
 		}
-		fmt::print("promoted: replica links of {} header(s) now point at {}\n", hs.size(),
-		           uuid_text(self));
+		say(a.json, "promoted: replica links of {} header(s) now point at {}\n", hs.size(),
+		    uuid_text(self));
 	} else if (a.dry_run) {
-		fmt::print("dry run: nothing written\n");
+		say(a.json, "dry run: nothing written\n");
 	}
 
 	if (!a.output.empty()) {
@@ -142,9 +147,31 @@ int cmd_promote(const promote_args &a)
 		if (!(out << text) || !out.flush())
 			throw failure(
 			    fmt::format("cannot write {}: {}", a.output, std::strerror(errno)));
-		fmt::print("wrote {}: open it with libpmemobj; to replicate again, add replicas "
-		           "with `pmempool transform`\n",
-		           a.output);
+		say(a.json,
+		    "wrote {}: open it with libpmemobj; to replicate again, add replicas "
+		    "with `pmempool transform`\n",
+		    a.output);
+	}
+	if (a.json) {
+		json j;
+		j.begin_object()
+		    .member("poolset", a.poolset)
+		    .member("parts", std::uint64_t{parts.size()})
+		    .member("signature", signature_text(first.signature))
+		    .member("poolset_uuid", uuid_text(first.poolset_uuid))
+		    .member("uuid", uuid_text(self))
+		    .member("prev_uuid", uuid_text(first.prev_repl_uuid))
+		    .member("next_uuid", uuid_text(first.next_repl_uuid))
+		    .member("already_promoted", linked_to_self)
+		    .member("was_marked_behind", behind)
+		    .member("shutdown_dirty", dirty)
+		    .member("dry_run", a.dry_run)
+		    .member("promoted", promote)
+		    .member("headers_written", std::uint64_t{promote ? hs.size() : 0});
+		if (!a.output.empty())
+			j.member("output", a.output);
+		j.member("exit_status", exit_ok).end_object();
+		fmt::print("{}\n", j.str());
 	}
 	return exit_ok;
 }

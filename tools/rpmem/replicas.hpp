@@ -75,4 +75,9 @@ std::vector<std::string> attr_differences(const control::pool_attr &want,
                                           const control::pool_attr &have, const ring &ring,
                                           std::size_t r);
 
+/** Remote replica r brought in line with the master as `rpmem sync -r R` does (block
+ *  checksums; created when missing; header attributes repaired; the behind mark cleared),
+ *  printing nothing; returns what it did in words. Throws rpmem::error or failure. */
+std::string resync_replica(const poolset::poolset &ps, const master &m, ring &ring, std::size_t r);
+
 } // namespace rpmem::tool

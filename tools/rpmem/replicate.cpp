@@ -229,13 +229,6 @@ std::string unreplicated_note(const sync_result &res)
 	                   res.unreplicated_blocks);
 }
 
-/** Text lines of a sync; none with --json (the object says it all). */
-template <class... A> void say(bool json, fmt::format_string<A...> f, A &&...args)
-{
-	if (!json)
-		fmt::print(f, std::forward<A>(args)...);
-}
-
 /** The ranges to move between the master and an open replica: the differing blocks (block
  *  checksums), or the whole pool with --full or where rpmemd cannot checksum (said why). */
 std::vector<client::byte_span> what_differs(remote_pool &pool, const master &m,
@@ -600,6 +593,24 @@ int cmd_verify(const replicate_args &a)
 		fmt::print("{}\n", j.str());
 	}
 	return result;
+}
+
+std::string resync_replica(const poolset::poolset &ps, const master &m, ring &ring, std::size_t r)
+{
+	replicate_args quiet;
+	quiet.poolset = ps.file;
+	quiet.json = true; // no text lines
+	auto res = sync_replica(ps, m, ring, r, quiet, progress::style::none);
+	std::string what = res.created
+	                       ? fmt::format("re-created and {} copied", size_text(res.moved))
+	                   : res.moved ? fmt::format("synchronized, {} moved in {} range(s)",
+	                                             size_text(res.moved), res.ranges)
+	                               : "nothing moved";
+	if (res.header_repaired)
+		what += "; header attributes set from the master's";
+	if (res.was_behind)
+		what += "; no longer marked possibly behind";
+	return what;
 }
 
 int cmd_sync(const replicate_args &a)

@@ -5,6 +5,8 @@
 
 #include "control/messages.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cstdint>
 #include <stdexcept>
@@ -20,6 +22,13 @@ inline constexpr int exit_failed = 1;
 inline constexpr int exit_differ = 1;
 /** The command line is wrong (CLI11 parse errors) or verify could not compare at all. */
 inline constexpr int exit_usage = 2;
+
+/** A line of a command's text output; nothing with --json (its object says it all). */
+template <class... A> void say(bool json, fmt::format_string<A...> f, A &&...args)
+{
+	if (!json)
+		fmt::print(f, std::forward<A>(args)...);
+}
 
 /** A failure the tool reports as "rpmem CMD: <message>" and exits with `code`. */
 class failure : public std::runtime_error
@@ -99,11 +108,20 @@ struct replicate_args {
 int cmd_verify(const replicate_args &a);
 int cmd_sync(const replicate_args &a);
 
+struct check_args {
+	std::string poolset;
+	bool repair = false; // fix what can be fixed from copies known good
+	bool json = false;
+};
+
+int cmd_check(const check_args &a);
+
 struct promote_args {
 	std::string poolset; // the replica's pool set file on this host
 	std::string output;  // optional: a new local pool set file
 	bool dry_run = false;
 	bool force = false; // promote even if the replica links already point at itself
+	bool json = false;  // one JSON object instead of the text lines
 };
 
 int cmd_promote(const promote_args &a);
