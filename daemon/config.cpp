@@ -45,6 +45,7 @@ constexpr std::array<setting_info, static_cast<std::size_t>(setting::count_)> se
     {setting::mr_mode, "mr-mode"},
     {setting::auth_timeout, "auth-timeout"},
     {setting::block_checksums, "block-checksums"},
+    {setting::status_dir, "status-dir"},
 }};
 
 std::string valid_keys()
@@ -142,6 +143,9 @@ void apply(config &cfg, setting s, std::string_view value, const cmdline_mask &k
 		return;
 	case setting::poolset_dir:
 		return set(cfg.poolset_dir, path_value(value));
+	case setting::status_dir:
+		return set(cfg.status_dir,
+		           value == "none" ? std::string("none") : path_value(value));
 	case setting::persist_apm:
 	case setting::persist_general:
 	case setting::persist_commit:
@@ -200,6 +204,7 @@ const option long_options[] = {
     {"mr-mode", required_argument, nullptr, long_only(setting::mr_mode)},
     {"auth-timeout", required_argument, nullptr, long_only(setting::auth_timeout)},
     {"block-checksums", required_argument, nullptr, long_only(setting::block_checksums)},
+    {"status-dir", required_argument, nullptr, long_only(setting::status_dir)},
     {nullptr, 0, nullptr, 0},
 };
 

@@ -67,6 +67,9 @@ struct config {
 	// Extension: answer clients' block checksum requests (delta resync reads the pool to hash
 	// it; "no" makes clients copy whole pools instead).
 	bool block_checksums = true;
+	// Extension: where each session with an open pool keeps its status record (`rpmem
+	// status` lists them); empty: control::default_session_dir(); "none": no records.
+	std::string status_dir;
 };
 
 /** The settings a config file may set; command-line values for them win over config files. */
@@ -83,6 +86,7 @@ enum class setting {
 	mr_mode,
 	auth_timeout,
 	block_checksums,
+	status_dir,
 	count_
 };
 

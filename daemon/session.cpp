@@ -6,13 +6,17 @@
 
 #include "checksum/block_sums.hpp"
 #include "control/codec.hpp"
+#include "control/session_record.hpp"
 #include "rpmem/error.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <optional>
+#include <pwd.h>
+#include <unistd.h>
 
 namespace rpmemd
 {
@@ -328,6 +332,9 @@ private:
 		resp.is_pmem = pool_->is_pmem();
 		if (!create)
 			resp.attr = pool_->attr();
+		// Recorded before the answer: once the client's open returns, `rpmem status` on
+		// this host lists the session.
+		publish_status(req.descriptor, create, resp);
 		ctl::send(io_, ctl::encode(resp, resp_type));
 		descriptor_ = req.descriptor;
 		log_notice("{}: session start: {} pool {} ({} bytes), {} lanes over {} "
@@ -337,6 +344,36 @@ private:
 		           ctl::to_string(resp.fabric.method),
 		           pool_->is_pmem() ? "pmem_persist" : "pmem_msync", version_string());
 		return std::nullopt;
+	}
+
+	/** The session's status record, for `rpmem status` on this host (informational: a
+	 *  record that cannot be written is logged, the session goes on). */
+	void publish_status(const std::string &descriptor, bool create,
+	                    const ctl::pool_response &resp)
+	{
+		if (cfg_.status_dir == "none")
+			return;
+		ctl::session_record r;
+		r.pid = getpid();
+		r.process_start = ctl::process_start_time(r.pid).value_or(0);
+		r.since = static_cast<std::uint64_t>(std::time(nullptr));
+		if (const passwd *pw = getpwuid(getuid()))
+			r.user = pw->pw_name;
+		r.peer = peer_;
+		r.descriptor = descriptor;
+		r.poolset = cfg_.poolset_dir + "/" + descriptor;
+		r.pool_size = pool_->size();
+		r.created = create;
+		r.is_pmem = pool_->is_pmem();
+		r.provider = resp.fabric.provider;
+		r.method = ctl::to_string(resp.fabric.method);
+		r.lanes = resp.fabric.nlanes;
+		r.version = RPMEMD_VERSION;
+		const auto dir =
+		    cfg_.status_dir.empty() ? ctl::default_session_dir() : cfg_.status_dir;
+		if (auto why = status_.publish(dir, r))
+			log_warn("{}: no status record for `rpmem status`: {} (set status-dir)",
+			         peer_, *why);
 	}
 
 	void set_attr(const ctl::set_attr_request &req)
@@ -472,6 +509,7 @@ private:
 			           "{:.3f} s",
 			           peer_, descriptor_, target_->requests(), target_->bytes(), secs);
 		}
+		status_.withdraw();
 		region_.reset();
 		if (!pool_)
 			return;
@@ -503,6 +541,7 @@ private:
 	std::string descriptor_;
 	bool created_ = false;
 	bool stopped_ = false; // target_ stopped: only its remains are left
+	ctl::session_file status_;
 };
 
 } // namespace

@@ -48,12 +48,15 @@ std::string usage(std::string_view program)
 	    "      --block-checksums <yes|no>\n"
 	    "                            answer clients' block checksum requests (delta\n"
 	    "                            resync; default yes; no: clients copy whole pools)\n"
+	    "      --status-dir <path>   where sessions record what they serve for `rpmem\n"
+	    "                            status` (default /run/user/UID/rpmemd, else\n"
+	    "                            /tmp/rpmemd-UID; none: no records)\n"
 	    "\n"
 	    "Config files: /etc/rpmemd/rpmemd.conf, then ~/.rpmemd.conf (or only --config).\n"
 	    "One 'key = value' per line, '#' starts a comment, booleans are yes or no.\n"
 	    "Keys: log-file, poolset-dir, persist-apm, persist-general, use-syslog,\n"
 	    "log-level, heartbeat-timeout, wait, persist-commit, mr-mode, auth-timeout,\n"
-	    "block-checksums.\n"
+	    "block-checksums, status-dir.\n"
 	    "Command-line options override config files.\n",
 	    program, max_nthreads, max_heartbeat_ms, max_auth_timeout_ms);
 }

@@ -168,8 +168,11 @@ public:
 				env += w + " ";
 			}
 		}
-		std::string args = fmt::format("--poolset-dir={} --log-file={} --log-level=info",
-		                               dir_.string(), log_file().string());
+		// Session status records in the replica's own directory: tests stay out of this
+		// user's real one (and of each other's).
+		std::string args =
+		    fmt::format("--poolset-dir={} --log-file={} --log-level=info --status-dir={}",
+		                dir_.string(), log_file().string(), (dir_ / "sessions").string());
 		if (opts_.apm)
 			args += " --persist-apm";
 		if (opts_.commit)

@@ -678,6 +678,64 @@ TEST_CASE("rpmem check: a whole set is consistent; damaged part headers and misl
 	}
 }
 
+TEST_CASE("rpmem status lists the pools rpmemd serves on this host while it serves them",
+          "[tool][status]")
+{
+	const fs::path dir = make_temp_dir("/tmp", "rpmem-status-");
+	const fs::path sessions = dir / "sessions"; // rpmemd creates it
+	replica_options o;
+	o.daemon_args = "--status-dir=" + sessions.string();
+	remote_setup fx(8 << 20, {"16M"}, o);
+	const std::string status = tool + " status --dir " + sessions.string();
+
+	auto none = run(status + " --json");
+	require_status(none, 0, "rpmem status --json with no session");
+	CHECK(json_fields(none, "len(d['sessions']), d['exit_status']") == "0 0\n");
+	CHECK(has(run(status), "no rpmemd session of this user serves a pool"));
+
+	unsigned nlanes = 2;
+	auto pool = fx.create(nlanes);
+	const pid_t daemon = find_rpmemd(fx.node.dir().string());
+	REQUIRE(daemon > 0);
+	auto open = run(status + " --json");
+	require_status(open, 0, "rpmem status --json with a session open");
+	// The rpmemd serving it, alive, holding the lock of the pool's part, with what it serves.
+	CHECK(json_fields(open, "len(d['sessions']), d['sessions'][0]['pid'], "
+	                        "d['sessions'][0]['alive'], d['sessions'][0]['lock_holder'], "
+	                        "d['sessions'][0]['descriptor'], d['sessions'][0]['created'], "
+	                        "d['sessions'][0]['pool_size'], d['sessions'][0]['lanes'], "
+	                        "d['sessions'][0]['peer'].startswith('127.0.0.1:')") ==
+	      fmt::format("1 {} True {} pool.set True {} {} True\n", daemon, daemon, 16 << 20,
+	                  nlanes));
+	auto text = run(status);
+	INFO(text.output);
+	CHECK(has(text, "1 rpmemd session(s) serving a pool on this host"));
+	CHECK(has(text, fmt::format("pid {}: pool.set (", daemon)));
+	CHECK(has(text, fmt::format("lock held by pid {}", daemon)));
+
+	SECTION("a closed pool is no longer listed")
+	{
+		pool->close();
+		pool.reset();
+		CHECK(json_fields(run(status + " --json"), "len(d['sessions'])") == "0\n");
+	}
+	SECTION("a killed rpmemd's record is listed as gone, and --prune removes it")
+	{
+		REQUIRE(::kill(daemon, SIGKILL) == 0);
+		require_rpmemd_gone(fx.node);
+		auto gone = run(status + " --json");
+		CHECK(json_fields(gone, "len(d['sessions']), d['sessions'][0]['alive'], "
+		                        "d['sessions'][0]['lock_holder']") == "1 False None\n");
+		CHECK(has(run(status), "gone, record left"));
+		auto pruned = run(status + " --prune --json");
+		CHECK(json_fields(pruned, "d['pruned'], len(d['sessions'])") == "1 1\n");
+		CHECK(json_fields(run(status + " --json"), "len(d['sessions'])") == "0\n");
+		pool.reset(); // the client finds rpmemd gone; nothing to assert here
+	}
+	std::error_code ec;
+	fs::remove_all(dir, ec);
+}
+
 TEST_CASE("rpmem usage errors and bench", "[tool]")
 {
 	auto none = run(tool);

@@ -200,6 +200,9 @@ TEST_CASE("options with a value accept -x v, --opt v and --opt=v", "[cmdline]")
 	for (auto cfg : {parse({"--block-checksums", "no"}), parse({"--block-checksums=no"})})
 		CHECK_FALSE(cfg.block_checksums);
 	CHECK(parse({"--block-checksums=yes"}).block_checksums);
+	CHECK(parse({}).status_dir.empty()); // the default directory, chosen at run time
+	CHECK(parse({"--status-dir=/srv/rpmemd-status"}).status_dir == "/srv/rpmemd-status");
+	CHECK(parse({"--status-dir", "none"}).status_dir == "none");
 }
 
 TEST_CASE("bad wait and memory registration modes", "[cmdline]")
@@ -366,7 +369,8 @@ TEST_CASE("every config key", "[config-file]")
 	                     "persist-commit = yes\n"
 	                     "mr-mode = basic\n"
 	                     "auth-timeout = 300\n"
-	                     "block-checksums = no\n");
+	                     "block-checksums = no\n"
+	                     "status-dir = /run/rpmemd-status\n");
 	CHECK(cfg.log_file == "/var/tmp/r.log");
 	CHECK_FALSE(cfg.use_syslog); // a log file turns syslog off
 	CHECK(cfg.poolset_dir == "/pools");
@@ -378,6 +382,7 @@ TEST_CASE("every config key", "[config-file]")
 	CHECK(cfg.persist_commit);
 	CHECK(cfg.mr_mode == rpmem::fabric::mr_mode::basic);
 	CHECK(cfg.auth_timeout == std::chrono::milliseconds(300));
+	CHECK(cfg.status_dir == "/run/rpmemd-status");
 	CHECK_FALSE(cfg.block_checksums);
 
 	CHECK(from_text("log-file = /l\nuse-syslog = yes").use_syslog);

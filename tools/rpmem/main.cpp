@@ -5,6 +5,7 @@
 //   rpmem verify POOLSET                                master vs each remote replica
 //   rpmem sync POOLSET                                  rebuild stale remote replicas
 //   rpmem check POOLSET [--repair]                      is the pool set whole
+//   rpmem status [--json]                               sessions rpmemd serves here
 //   rpmem promote REPLICA_POOLSET [--output FILE]       make a replica the master
 //   rpmem bench ARGS...                                 rpmem-bench
 //
@@ -133,6 +134,16 @@ int main(int argc, char **argv)
 	                "missing or behind remote replicas in line with a sound master");
 	check->add_flag("--json", ca.json, "print one JSON object (rpmem(1): JSON OUTPUT)");
 
+	status_args sa;
+	auto *status = app.add_subcommand(
+	    "status", "on a replica node: the pools this user's rpmemd sessions serve now");
+	status->add_option("--dir", sa.dir,
+	                   "the status directory rpmemd records sessions in (rpmemd "
+	                   "--status-dir; default /run/user/UID/rpmemd, else /tmp/rpmemd-UID)");
+	status->add_flag("--prune", sa.prune,
+	                 "remove the records of sessions whose rpmemd is gone");
+	status->add_flag("--json", sa.json, "print one JSON object (rpmem(1): JSON OUTPUT)");
+
 	promote_args pa;
 	auto *promote = app.add_subcommand(
 	    "promote", "make a replica the master on its own host after the master is lost");
@@ -214,6 +225,8 @@ int main(int argc, char **argv)
 			return cmd_sync(rep);
 		if (cmd == check)
 			return cmd_check(ca);
+		if (cmd == status)
+			return cmd_status(sa);
 		if (cmd == promote)
 			return cmd_promote(pa);
 		if (cmd == bench)

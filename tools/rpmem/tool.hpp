@@ -116,6 +116,14 @@ struct check_args {
 
 int cmd_check(const check_args &a);
 
+struct status_args {
+	std::string dir; // the session status directory; empty: control::default_session_dir()
+	bool json = false;
+	bool prune = false; // remove the records of sessions whose rpmemd is gone
+};
+
+int cmd_status(const status_args &a);
+
 struct promote_args {
 	std::string poolset; // the replica's pool set file on this host
 	std::string output;  // optional: a new local pool set file

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "control/session_record.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace rpmem::control
+{
+
+namespace
+{
+
+constexpr std::string_view magic = "rpmemd-session 1";
+
+std::string one_line(std::string s)
+{
+	std::replace(s.begin(), s.end(), '\n', ' ');
+	return s;
+}
+
+template <class T> bool parse_number(std::string_view s, T &out)
+{
+	auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+	return ec == std::errc() && p == s.data() + s.size();
+}
+
+} // namespace
+
+std::string encode(const session_record &r)
+{
+	return fmt::format("{}\npid {}\nprocess_start {}\nsince {}\nuser {}\npeer {}\ndescriptor "
+	                   "{}\npoolset {}\npool_size {}\ncreated {}\nis_pmem {}\nprovider "
+	                   "{}\nmethod {}\nlanes {}\nversion {}\n",
+	                   magic, r.pid, r.process_start, r.since, one_line(r.user),
+	                   one_line(r.peer), one_line(r.descriptor), one_line(r.poolset),
+	                   r.pool_size, r.created ? 1 : 0, r.is_pmem ? 1 : 0, one_line(r.provider),
+	                   one_line(r.method), r.lanes, one_line(r.version));
+}
+
+std::optional<session_record> decode_session(std::string_view text)
+{
+	if (!text.starts_with(magic))
+		return std::nullopt;
+	session_record r;
+	std::istringstream in{std::string(text)};
+	std::string line;
+	std::getline(in, line);
+	while (std::getline(in, line)) {
+		auto sp = line.find(' ');
+		std::string_view key = std::string_view(line).substr(0, sp);
+		std::string_view value = sp == std::string::npos
+		                             ? std::string_view{}
+		                             : std::string_view(line).substr(sp + 1);
+		std::uint64_t n = 0;
+		if (key == "pid" && !parse_number(value, r.pid))
+			return std::nullopt;
+		else if (key == "process_start")
+			parse_number(value, r.process_start);
+		else if (key == "since")
+			parse_number(value, r.since);
+		else if (key == "user")
+			r.user = value;
+		else if (key == "peer")
+			r.peer = value;
+		else if (key == "descriptor")
+			r.descriptor = value;
+		else if (key == "poolset")
+			r.poolset = value;
+		else if (key == "pool_size")
+			parse_number(value, r.pool_size);
+		else if (key == "created" && parse_number(value, n))
+			r.created = n != 0;
+		else if (key == "is_pmem" && parse_number(value, n))
+			r.is_pmem = n != 0;
+		else if (key == "provider")
+			r.provider = value;
+		else if (key == "method")
+			r.method = value;
+		else if (key == "lanes")
+			parse_number(value, r.lanes);
+		else if (key == "version")
+			r.version = value;
+		// Unknown keys: a newer rpmemd's; ignored.
+	}
+	if (r.pid <= 0 || r.descriptor.empty())
+		return std::nullopt;
+	return r;
+}
+
+std::string default_session_dir()
+{
+	const auto uid = getuid();
+	const std::string run = fmt::format("/run/user/{}", uid);
+	struct stat st {
+	};
+	if (lstat(run.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid)
+		return run + "/rpmemd";
+	return fmt::format("/tmp/rpmemd-{}", uid);
+}
+
+std::optional<std::uint64_t> process_start_time(std::int64_t pid)
+{
+	std::ifstream in(fmt::format("/proc/{}/stat", pid));
+	std::string stat;
+	if (!std::getline(in, stat))
+		return std::nullopt;
+	// "pid (comm) state ppid ...": comm may hold spaces and parentheses; fields after the
+	// last ')' are space separated, starting with field 3 (state).
+	auto close = stat.rfind(')');
+	if (close == std::string::npos)
+		return std::nullopt;
+	std::istringstream rest(stat.substr(close + 2));
+	std::string field;
+	for (int i = 3; i <= 22 && rest >> field; ++i)
+		if (i == 22) {
+			std::uint64_t t = 0;
+			if (parse_number(std::string_view(field), t))
+				return t;
+		}
+	return std::nullopt;
+}
+
+std::vector<listed_session> list_sessions(const std::string &dir)
+{
+	std::vector<listed_session> out;
+	DIR *d = opendir(dir.c_str());
+	if (!d)
+		return out;
+	while (dirent *e = readdir(d)) {
+		std::string name = e->d_name;
+		if (!name.ends_with(".session"))
+			continue;
+		std::string path = dir + "/" + name;
+		std::ifstream in(path);
+		std::stringstream text;
+		text << in.rdbuf();
+		auto r = decode_session(text.str());
+		if (!r)
+			continue;
+		listed_session s{*r, path, false};
+		auto start = process_start_time(r->pid);
+		s.alive = start && *start == r->process_start;
+		out.push_back(std::move(s));
+	}
+	closedir(d);
+	std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) {
+		return a.record.since != b.record.since ? a.record.since < b.record.since
+		                                        : a.record.pid < b.record.pid;
+	});
+	return out;
+}
+
+std::optional<std::string> session_file::publish(const std::string &dir, const session_record &r)
+{
+	if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+		return fmt::format("cannot create the session status directory {}: {}", dir,
+		                   std::strerror(errno));
+	struct stat st {
+	};
+	if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+		return fmt::format("the session status directory {} is not a directory owned by "
+		                   "this user (a symbolic link, or another user's): not used",
+		                   dir);
+	const std::string path = fmt::format("{}/{}.session", dir, r.pid);
+	const std::string tmp = path + ".tmp";
+	int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return fmt::format("cannot write {}: {}", tmp, std::strerror(errno));
+	const std::string text = encode(r);
+	const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+	const int e = errno;
+	::close(fd);
+	if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+		const int why = ok ? errno : e;
+		::unlink(tmp.c_str());
+		return fmt::format("cannot write {}: {}", path, std::strerror(why));
+	}
+	path_ = path;
+	return std::nullopt;
+}
+
+void session_file::withdraw() noexcept
+{
+	if (!path_.empty())
+		::unlink(path_.c_str());
+	path_.clear();
+}
+
+} // namespace rpmem::control

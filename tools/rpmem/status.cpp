@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// rpmem status: on a replica node, the pools this user's rpmemd sessions serve now, from the
+// records each session keeps while its pool is open (lib/control/session_record.hpp): PID,
+// peer, since when, pool set, size, provider, persist method, lanes; and, read from
+// /proc/locks, which process holds the lock of the pool's first part (the rpmemd itself, for
+// a live session). A record whose rpmemd is gone (killed before it could remove it) is listed
+// as gone; --prune removes such records.
+#include "tool.hpp"
+
+#include "client/json.hpp"
+#include "control/session_record.hpp"
+#include "pmdk/part_file.hpp"
+#include "poolset/poolset.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <optional>
+#include <unistd.h>
+
+namespace rpmem::tool
+{
+
+namespace
+{
+
+/** The PID holding the flock of the pool's first part (from /proc/locks), if any. */
+std::optional<std::int64_t> lock_holder_pid(const std::string &poolset_file)
+{
+	try {
+		auto ps = poolset::parse_file(poolset_file);
+		if (ps.replicas.empty() || ps.replicas[0].parts.empty())
+			return std::nullopt;
+		pmdk::unique_fd fd(
+		    ::open(ps.replicas[0].parts[0].path.c_str(), O_RDONLY | O_CLOEXEC));
+		if (fd.get() < 0)
+			return std::nullopt;
+		const std::string holder = pmdk::lock_holder(fd.get()); // " (pid N)" or ""
+		auto at = holder.find("pid ");
+		if (at == std::string::npos)
+			return std::nullopt;
+		std::int64_t pid = 0;
+		const char *b = holder.data() + at + 4;
+		auto [p, ec] = std::from_chars(b, holder.data() + holder.size(), pid);
+		if (ec != std::errc() || p == b)
+			return std::nullopt;
+		return pid;
+	} catch (const std::exception &) {
+		return std::nullopt;
+	}
+}
+
+std::string utc_text(std::uint64_t secs)
+{
+	std::time_t t = static_cast<std::time_t>(secs);
+	std::tm tm{};
+	gmtime_r(&t, &tm);
+	char buf[32];
+	std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	return buf;
+}
+
+std::string age_text(std::uint64_t since)
+{
+	const auto now = static_cast<std::uint64_t>(std::time(nullptr));
+	const std::uint64_t s = now > since ? now - since : 0;
+	if (s < 120)
+		return fmt::format("{} s", s);
+	if (s < 7200)
+		return fmt::format("{} min", s / 60);
+	return fmt::format("{} h", s / 3600);
+}
+
+} // namespace
+
+int cmd_status(const status_args &a)
+{
+	const std::string dir = a.dir.empty() ? control::default_session_dir() : a.dir;
+	auto sessions = control::list_sessions(dir);
+	std::size_t pruned = 0;
+	if (a.prune)
+		for (const auto &s : sessions)
+			if (!s.alive && ::unlink(s.file.c_str()) == 0)
+				++pruned;
+
+	if (a.json) {
+		json j;
+		j.begin_object().member("dir", dir).key("sessions").begin_array();
+		for (const auto &s : sessions) {
+			const auto &r = s.record;
+			j.begin_object()
+			    .member("pid", r.pid)
+			    .member("alive", s.alive)
+			    .member("since", r.since)
+			    .member("user", r.user)
+			    .member("peer", r.peer)
+			    .member("descriptor", r.descriptor)
+			    .member("poolset", r.poolset)
+			    .member("pool_size", r.pool_size)
+			    .member("created", r.created)
+			    .member("is_pmem", r.is_pmem)
+			    .member("provider", r.provider)
+			    .member("persist_method", r.method)
+			    .member("lanes", r.lanes)
+			    .member("version", r.version);
+			if (auto holder = s.alive ? lock_holder_pid(r.poolset) : std::nullopt)
+				j.member("lock_holder", *holder);
+			else
+				j.key("lock_holder").null();
+			j.end_object();
+		}
+		j.end_array()
+		    .member("pruned", std::uint64_t{pruned})
+		    .member("exit_status", exit_ok)
+		    .end_object();
+		fmt::print("{}\n", j.str());
+		return exit_ok;
+	}
+
+	std::size_t alive = 0;
+	for (const auto &s : sessions)
+		alive += s.alive;
+	if (sessions.empty())
+		fmt::print("no rpmemd session of this user serves a pool on this host ({})\n", dir);
+	else
+		fmt::print("{} rpmemd session(s) serving a pool on this host ({}):\n", alive, dir);
+	for (const auto &s : sessions) {
+		const auto &r = s.record;
+		if (!s.alive) {
+			fmt::print(
+			    "  pid {}: gone, {} (served {} from {} since {}): rpmemd ended without "
+			    "removing its record (killed?){}\n",
+			    r.pid, a.prune ? "record removed" : "record left", r.descriptor, r.peer,
+			    utc_text(r.since), a.prune ? "" : "; --prune removes it");
+			continue;
+		}
+		auto holder = lock_holder_pid(r.poolset);
+		fmt::print(
+		    "  pid {}: {} ({}), {}, {} {} ago by {}, since {}; {} {}, {} lane(s), made "
+		    "durable by {}; lock held by {}; rpmemd {}\n",
+		    r.pid, r.descriptor, r.poolset, size_text(r.pool_size),
+		    r.created ? "created" : "opened", age_text(r.since), r.peer, utc_text(r.since),
+		    r.provider, r.method, r.lanes, r.is_pmem ? "pmem_persist" : "msync",
+		    holder ? fmt::format("pid {}", *holder) : std::string("nobody seen"),
+		    r.version);
+	}
+	return exit_ok;
+}
+
+} // namespace rpmem::tool
