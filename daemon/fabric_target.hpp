@@ -67,8 +67,7 @@ public:
 	bool connected() const override { return all_connected_.load(); }
 	bool failed() const override { return failed_.load(); }
 	std::int64_t last_activity() const override { return last_activity_.load(); }
-	std::uint64_t bytes() const override { return bytes_.load(); }
-	std::uint64_t requests() const override { return requests_.load(); }
+	served_counts served() const override;
 
 	void stop() override;
 
@@ -134,6 +133,8 @@ private:
 	std::atomic<std::int64_t> last_activity_{0};
 	std::atomic<std::uint64_t> bytes_{0};
 	std::atomic<std::uint64_t> requests_{0};
+	std::atomic<std::uint64_t> refused_{0};
+	std::array<std::atomic<std::uint64_t>, 40> service_ns_log2_{};
 };
 
 } // namespace rpmemd::fabric_detail

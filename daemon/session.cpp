@@ -27,6 +27,18 @@ using namespace std::chrono_literals;
 namespace
 {
 
+/** "850 ns", "12.0 us", "3.40 ms" ("-" for none). */
+std::string duration_text(std::uint64_t ns)
+{
+	if (ns == 0)
+		return "-";
+	if (ns < 10'000)
+		return fmt::format("{} ns", ns);
+	if (ns < 10'000'000)
+		return fmt::format("{:.1f} us", double(ns) / 1e3);
+	return fmt::format("{:.2f} ms", double(ns) / 1e6);
+}
+
 /** How long the rest of a frame may take once its first byte arrived. */
 inline constexpr std::chrono::milliseconds frame_timeout{5000};
 
@@ -505,9 +517,14 @@ private:
 			auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() -
 			                                          started_)
 			                .count();
-			log_notice("{}: session end: pool {}, {} requests, {} bytes persisted, "
+			const auto c = target_->served();
+			log_notice("{}: session end: pool {}, {} requests ({} refused), {} bytes "
+			           "persisted, execution p50 {} p99 {} max {} (bucket bounds), "
 			           "{:.3f} s",
-			           peer_, descriptor_, target_->requests(), target_->bytes(), secs);
+			           peer_, descriptor_, c.requests, c.refused, c.bytes,
+			           duration_text(c.quantile_ns(0.5)),
+			           duration_text(c.quantile_ns(0.99)),
+			           duration_text(c.quantile_ns(1.0)), secs);
 		}
 		status_.withdraw();
 		region_.reset();

@@ -8,6 +8,7 @@
 #include "fabric/spin_policy.hpp"
 #include "lane_exec.hpp"
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -33,6 +34,28 @@ struct target_params {
 	std::chrono::milliseconds auth_timeout{1000};
 };
 
+/** Lane requests a target served: how many, how many refused (bad range, unknown lane...),
+ *  bytes made durable, and how long each took to execute (validate and make durable: the
+ *  pmem_persist or msync), in powers of two of nanoseconds. */
+struct served_counts {
+	std::uint64_t requests = 0;
+	std::uint64_t refused = 0;
+	std::uint64_t bytes = 0;
+	std::array<std::uint64_t, 40> service_ns_log2{}; // [b]: requests of [2^b, 2^(b+1)) ns
+	/** The bound below which a fraction q (0..1) of the requests executed; 0 if none. */
+	std::uint64_t quantile_ns(double q) const noexcept
+	{
+		const auto want = static_cast<std::uint64_t>(q * double(requests));
+		std::uint64_t seen = 0;
+		for (std::size_t b = 0; b < service_ns_log2.size(); ++b) {
+			seen += service_ns_log2[b];
+			if (seen > want || (seen == requests && seen))
+				return std::uint64_t(2) << b;
+		}
+		return 0;
+	}
+};
+
 class target
 {
 public:
@@ -45,9 +68,8 @@ public:
 	virtual bool failed() const = 0;
 	/** Nanoseconds of the last lane request served (steady clock), 0 if none yet. */
 	virtual std::int64_t last_activity() const = 0;
-	/** Bytes persisted and requests served so far (for the session log line). */
-	virtual std::uint64_t bytes() const = 0;
-	virtual std::uint64_t requests() const = 0;
+	/** What it has served so far (for the session-end log line). */
+	virtual served_counts served() const = 0;
 	/** Stops the workers, closes every connection and deregisters the pool's memory: nothing
 	 * reaches the pool after it returns, so it can be closed. What is left (queues, the
 	 * domain, the provider's threads) goes with the object. Idempotent. */

@@ -68,6 +68,17 @@ void fabric_target::on_cq_error(const fab::cq_error &e)
 	failed_ = true;
 }
 
+served_counts fabric_target::served() const
+{
+	served_counts c;
+	c.requests = requests_.load(std::memory_order_relaxed);
+	c.refused = refused_.load(std::memory_order_relaxed);
+	c.bytes = bytes_.load(std::memory_order_relaxed);
+	for (std::size_t b = 0; b < c.service_ns_log2.size(); ++b)
+		c.service_ns_log2[b] = service_ns_log2_[b].load(std::memory_order_relaxed);
+	return c;
+}
+
 void fabric_target::serve(const fab::cq_entry &entry)
 {
 	if (!(entry.flags & FI_RECV))
@@ -79,10 +90,18 @@ void fabric_target::serve(const fab::cq_entry &entry)
 	std::span<const std::uint8_t> msg(buf, std::min<std::size_t>(entry.len, slot_size_));
 	rpmem::lane::request req;
 	std::uint64_t persisted = 0;
+	const std::int64_t begin = now_ns();
 	int err = execute(msg, limits_, region_, &req, &persisted);
+	const std::int64_t end = now_ns();
 	requests_.fetch_add(1, std::memory_order_relaxed);
-	last_activity_.store(now_ns(), std::memory_order_relaxed);
+	last_activity_.store(end, std::memory_order_relaxed);
 	bytes_.fetch_add(persisted, std::memory_order_relaxed);
+	if (err)
+		refused_.fetch_add(1, std::memory_order_relaxed);
+	const auto ns = static_cast<std::uint64_t>(std::max<std::int64_t>(1, end - begin));
+	service_ns_log2_[std::min<std::size_t>(63 - __builtin_clzll(ns),
+	                                       service_ns_log2_.size() - 1)]
+	    .fetch_add(1, std::memory_order_relaxed);
 	if (err == EPROTO) {
 		// Not a lane request at all: this peer cannot be trusted any more.
 		log_err("connection {}: a {}-byte message that is not a lane request: "

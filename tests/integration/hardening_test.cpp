@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <regex>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -119,13 +120,25 @@ TEST_CASE("rpmemd's default log level records each session with its version and 
 	o.command = fmt::format("{} --poolset-dir={} --log-file={}", RPMEM_TEST_RPMEMD,
 	                        fx.node.dir().string(), fx.node.log_file().string());
 	unsigned nlanes = 1;
-	fx.create(nlanes, o)->close();
+	auto pool = fx.create(nlanes, o);
+	for (std::size_t i = 0; i < 10; ++i)
+		pool->persist(4096 + i * 64, 64, 0, 0);
+	pool->close();
 	const auto log = fx.node.log_text();
 	INFO("rpmemd's log:\n" << log);
 	CHECK_THAT(log, Catch::Contains("session start: created pool pool.set") &&
 	                    Catch::Contains("made durable by pmem_msync") &&
 	                    Catch::Contains("; rpmemd version ") &&
 	                    Catch::Contains("session end: pool pool.set"));
+	// The session-end line counts what was served and how long executing it took (the 10
+	// persists, each one lane request at least; none refused).
+	std::smatch m;
+	REQUIRE(std::regex_search(log, m,
+	                          std::regex(R"(session end: pool pool\.set, (\d+) requests \(0 )"
+	                                     R"(refused\), (\d+) bytes persisted, execution p50 )"
+	                                     R"(\d+(\.\d+)? (ns|us|ms) p99 [^ ]+ [^ ]+ max )")));
+	CHECK(std::stoull(m[1]) >= 10);
+	CHECK(std::stoull(m[2]) >= 640);
 	// Nothing below notice by default: the fabric target's info line is absent.
 	CHECK_THAT(log, !Catch::Contains(": info: "));
 }

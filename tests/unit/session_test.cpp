@@ -40,6 +40,7 @@ struct fake_state {
 	std::atomic<bool> stopped{false};
 	std::atomic<bool> busy{false}; // a lane request "just arrived" at every look
 	int throw_errno = 0;           // the factory fails with this errno instead of starting
+	rpmemd::served_counts served{};
 };
 
 class fake_target final : public rpmemd::target
@@ -65,8 +66,7 @@ public:
 		           std::chrono::steady_clock::now().time_since_epoch())
 		    .count();
 	}
-	std::uint64_t bytes() const override { return 0; }
-	std::uint64_t requests() const override { return 0; }
+	rpmemd::served_counts served() const override { return s_.served; }
 	void stop() override { s_.stopped = true; }
 
 private:
