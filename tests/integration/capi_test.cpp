@@ -4,6 +4,7 @@
 #include "capi_fixture.hpp"
 #include "process.hpp"
 #include "replica_fixture.hpp"
+#include "support/child.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -167,6 +168,47 @@ TEST_CASE("capi: a dead rpmemd is ECONNRESET on the next call, not a hang", "[ca
 	// And every later call too; close still frees the handle.
 	CHECK(rpmem_persist(rpp, 4096, 64, 1, 0) != 0);
 	rpmem_close(rpp);
+}
+
+TEST_CASE("capi: RPMEM_STATS_FILE reports a pool whose rpmemd died as failed, with its errors; a "
+          "bad RPMEM_STATS_INTERVAL is named and the default used",
+          "[capi][metrics]")
+{
+	capi_environment env; // announces the replica through this process's environment
+	env.node.write_poolset("failing.set", {"8M"}, "NOHDRS");
+	const auto dir = make_temp_dir("/tmp", "rpmem-metrics-");
+	const std::string file = (dir / "metrics.prom").string();
+	const std::string errors = (dir / "stderr").string();
+	child app({std::string(RPMEM_BINARY_DIR) + "/bin/rpmem_exit_open", env.target(),
+	           "failing.set", "hold"},
+	          {"RPMEM_STATS_FILE=" + file, "RPMEM_STATS_INTERVAL=soon"}, errors);
+	auto ready = app.read_line(std::chrono::seconds(60));
+	INFO("the program's stderr:\n" << slurp(errors));
+	REQUIRE(ready == "ready");
+	CHECK(slurp(errors).find("RPMEM_STATS_INTERVAL='soon' is not a number of milliseconds of "
+	                         "at least 100; using 10000") != std::string::npos);
+	REQUIRE(run_kill_rpmemd(env.node.dir().string()));
+	require_rpmemd_gone(env.node);
+	app.close_stdin();
+	auto persisted = app.read_line(std::chrono::seconds(60));
+	auto closed = app.read_line(std::chrono::seconds(60));
+	REQUIRE(app.wait(std::chrono::seconds(60)));
+	REQUIRE(persisted);
+	CHECK(*persisted != "persist 0"); // rpmemd is gone: the persist fails
+	REQUIRE(closed);
+	// The file written when the pool closed: failed, not connected or closed, with the error
+	// counted and the persist before the kill as the last one that succeeded.
+	auto samples = metrics_samples(file);
+	INFO("the metrics file:\n" << slurp(file) << "\nparsed:\n" << samples.output);
+	REQUIRE(samples.status == 0);
+	const auto &out = samples.output;
+	CHECK(sample_value(out, "rpmem_pool_info", "state=\"failed\"") == 1);
+	CHECK(sample_value(out, "rpmem_pool_up", "failing.set") == 0);
+	CHECK(sample_value(out, "rpmem_errors_total", "failing.set") >= 1);
+	CHECK(sample_value(out, "rpmem_operations_total", "op=\"persist\"") >= 1);
+	CHECK(sample_value(out, "rpmem_last_persist_timestamp_seconds", "failing.set") > 1.7e9);
+	std::error_code ec;
+	fs::remove_all(dir, ec);
 }
 
 TEST_CASE("capi: failed open, create and remove begin with PMDK's text", "[capi][pmdk]")

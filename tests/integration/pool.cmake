@@ -14,7 +14,7 @@ rpmem_add_catch_test(integration_stock_tools
 add_dependencies(integration_stock_tools rpmem rpmemd 06-pmemobj-replica)
 rpmem_add_catch_test(integration_capi
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/capi_test.cpp
-  LIBS rpmem rpmem_client rpmem_test_sshd
+  LIBS rpmem rpmem_client rpmem_test_sshd rpmem_test_fault
   LABELS integration)
 target_include_directories(integration_capi PRIVATE ${PROJECT_SOURCE_DIR}/include/rpmem)
 # librpmem's asynchronous mode (RPMEM_REPLICATION=async): the C calls, and stock libpmemobj
