@@ -462,6 +462,12 @@ TEST_CASE("async capi: rpmemd killed under stock libpmemobj: the writer fails or
 					std::this_thread::sleep_for(std::chrono::milliseconds(10));
 				CHECK(s.state().committed >= at_kill + 2000);
 				CHECK_FALSE(w->wait(std::chrono::milliseconds(0)));
+				// And it said so (RPMEM_LOG_LEVEL=1: errors reach its stderr).
+				INFO("the writer's stderr:\n" << s.writer_errors());
+				CHECK(s.writer_errors().find(
+				          "the replica was lost; going on without it "
+				          "(RPMEM_ASYNC_ON_FAILURE=continue)") !=
+				      std::string::npos);
 				w->kill(SIGKILL);
 				REQUIRE(w->wait(std::chrono::seconds(30)));
 			}
@@ -475,6 +481,40 @@ TEST_CASE("async capi: rpmemd killed under stock libpmemobj: the writer fails or
 				CHECK(static_cast<std::uint64_t>(k) <= at_kill + 1);
 		}
 	}
+}
+
+TEST_CASE("async capi: rpmemd frozen (SIGSTOP) under stock libpmemobj: the writer goes on when "
+          "told to, after the data-path timeout, and the replica is a whole transaction",
+          "[capi][async][pmemobj][fault]")
+{
+	seq_setup s;
+	// A frozen rpmemd answers nothing and closes nothing: only the data-path timeout
+	// (RPMEM_TIMEOUT) tells the replicator the replica is gone.
+	auto w = s.start("continue", {"RPMEM_TIMEOUT=1000"});
+	s.wait_committed(300, *w);
+	const pid_t daemon = find_rpmemd(env().node.dir().string());
+	REQUIRE(daemon > 0);
+	REQUIRE(::kill(daemon, SIGSTOP) == 0);
+	const auto at_stop = s.state().committed;
+	const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+	while (s.state().committed < at_stop + 2000 && std::chrono::steady_clock::now() < give_up &&
+	       !w->wait(std::chrono::milliseconds(0)))
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	INFO("the writer's stderr:\n" << s.writer_errors());
+	CHECK(s.state().committed >= at_stop + 2000);
+	CHECK(s.writer_errors().find("going on without it (RPMEM_ASYNC_ON_FAILURE=continue)") !=
+	      std::string::npos);
+	::kill(daemon, SIGKILL); // a stopped process still takes SIGKILL
+	::kill(daemon, SIGCONT);
+	w->kill(SIGKILL);
+	REQUIRE(w->wait(std::chrono::seconds(30)));
+	seq_setup::wait_rpmemd_gone();
+	std::string report;
+	const long long k = s.replica_state(report);
+	INFO("committed " << at_stop << " when rpmemd stopped; " << report);
+	REQUIRE(k != -1);
+	if (k != seq_setup::before_create)
+		CHECK(static_cast<std::uint64_t>(k) <= at_stop + 1);
 }
 
 TEST_CASE("async capi: a replica its killed writer left marked is refused until rpmem sync or "
