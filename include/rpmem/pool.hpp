@@ -89,6 +89,16 @@ public:
 	                 const connect_options &opts = {});
 	static pool open(const std::string &target, const std::string &poolset, void *addr,
 	                 std::size_t size, unsigned lanes = 1, const connect_options &opts = {});
+	/**
+	 * Metrics for every pool of the process opened from now on (rpmem::pool and
+	 * rpmem::replicated_pool), as RPMEM_STATS_FILE does for librpmem: written to `path`
+	 * atomically every `interval` and when a pool closes; Prometheus text format (the
+	 * textfile collector's *.prom), JSON if path ends in ".json". Schema: librpmem(7),
+	 * METRICS. One file per process: throws rpmem::error EBUSY if the process reports to
+	 * another already (RPMEM_STATS_FILE included), EINVAL for an interval under 100 ms.
+	 */
+	static void export_stats(const std::string &path,
+	                         std::chrono::milliseconds interval = std::chrono::seconds(10));
 	/** Removes a pool set on target (rpmem_remove). */
 	static void remove(const std::string &target, const std::string &poolset,
 	                   remove_flags flags = remove_flags::none,

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "client/remote_pool.hpp"
+#include "client/stats_export.hpp"
 
 #include "client/control_session.hpp"
 #include "client/data_path.hpp"
@@ -195,10 +196,31 @@ void remote_pool::close()
 	} catch (...) {
 		if (data_)
 			data_->shutdown();
+		if (export_) {
+			export_->error(true);
+			export_->finish("failed");
+		}
 		throw;
 	}
 	if (data_)
 		data_->shutdown();
+	if (export_)
+		export_->finish("closed");
+}
+
+void remote_pool::export_to(stats_exporter &e, const std::string &target,
+                            const std::string &descriptor)
+{
+	export_ = std::make_unique<pool_export>(e, [this, target, descriptor] {
+		pool_report r;
+		r.target = target;
+		r.descriptor = descriptor;
+		r.provider = fabric_.provider;
+		r.method = ctl::to_string(method_);
+		r.lanes = nlanes();
+		r.stats = stats(nlanes());
+		return r;
+	});
 }
 
 lane_stats remote_pool::stats(unsigned lane) const

@@ -21,6 +21,8 @@ namespace rpmem::client
 
 class control_session;
 class data_path;
+class stats_exporter;
+class pool_export;
 
 /** Flag values of the public API (librpmem.h). */
 inline constexpr unsigned persist_relaxed = 1U << 0;
@@ -107,6 +109,11 @@ public:
 	std::uint64_t remote_size() const { return remote_size_; }
 	bool remote_is_pmem() const { return remote_is_pmem_; }
 
+	/** Reports this pool to `e` (the process's metrics file) until it closes, named as the
+	 *  caller opened it. The caller counts failed and durable calls on exported(). */
+	void export_to(stats_exporter &e, const std::string &target, const std::string &descriptor);
+	pool_export *exported() const { return export_.get(); }
+
 private:
 	remote_pool(std::unique_ptr<control_session> ctl, std::size_t size, bool has_headers);
 	static std::unique_ptr<remote_pool>
@@ -127,6 +134,8 @@ private:
 	bool remote_is_pmem_ = false;
 	bool has_headers_;
 	std::atomic<bool> closed_{false};
+	// Last: destroyed first, while what its report reads is still there.
+	std::unique_ptr<pool_export> export_;
 };
 
 } // namespace rpmem::client

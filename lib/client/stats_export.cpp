@@ -2,6 +2,7 @@
 #include "client/stats_export.hpp"
 
 #include "client/json.hpp"
+#include "rpmem/error.hpp"
 
 #include <fmt/format.h>
 
@@ -56,8 +57,10 @@ std::string prometheus_text(const std::vector<pool_report> &pools, std::int64_t 
 	                     auto &&value_of) {
 		out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", m.name, m.help, m.name, m.type);
 		for (const auto &p : which) {
-			const auto labels = fmt::format("target=\"{}\",descriptor=\"{}\"",
-			                                label(p.target), label(p.descriptor));
+			auto labels = fmt::format("target=\"{}\",descriptor=\"{}\"",
+			                          label(p.target), label(p.descriptor));
+			if (p.replica)
+				labels += fmt::format(",replica=\"{}\"", *p.replica);
 			value_of(p, [&](const std::string &extra, double v) {
 				out += fmt::format("{}{{{}{}}} {}\n", m.name, labels, extra, v);
 			});
@@ -139,10 +142,10 @@ std::string json_text(const std::vector<pool_report> &pools, std::int64_t now_un
 	j.begin_object().member("time_unix_ns", now_unix_ns).key("pools").begin_array();
 	for (const auto &p : pools) {
 		const auto &s = p.stats;
-		j.begin_object()
-		    .member("target", p.target)
-		    .member("descriptor", p.descriptor)
-		    .member("provider", p.provider)
+		j.begin_object().member("target", p.target).member("descriptor", p.descriptor);
+		if (p.replica)
+			j.member("replica", std::uint64_t{*p.replica});
+		j.member("provider", p.provider)
 		    .member("method", p.method)
 		    .member("mode", p.mode)
 		    .member("state", p.state)
@@ -177,30 +180,101 @@ std::string json_text(const std::vector<pool_report> &pools, std::int64_t now_un
 	return j.str() + "\n";
 }
 
+namespace
+{
+
+/** The process's exporter: set from the environment on first use, or by configure().
+ *  Never destroyed: pools may close (and report) during static destruction. */
+std::mutex process_mu;
+stats_exporter *process_exporter = nullptr;
+bool environment_read = false;
+
+/** RPMEM_STATS_FILE's exporter, once (process_mu held). */
+void read_environment()
+{
+	if (environment_read)
+		return;
+	environment_read = true;
+	const char *path = std::getenv("RPMEM_STATS_FILE");
+	if (!path || !*path)
+		return;
+	long long ms = 10000;
+	if (const char *i = std::getenv("RPMEM_STATS_INTERVAL"); i && *i) {
+		char *end = nullptr;
+		errno = 0;
+		ms = std::strtoll(i, &end, 10);
+		if (errno || *end || ms < 100) {
+			std::fprintf(stderr,
+			             "<librpmem>: RPMEM_STATS_INTERVAL='%s' is not a number of "
+			             "milliseconds of at least 100; using 10000\n",
+			             i);
+			ms = 10000;
+		}
+	}
+	process_exporter = new stats_exporter(path, std::chrono::milliseconds(ms));
+}
+
+} // namespace
+
 stats_exporter *stats_exporter::instance()
 {
-	static stats_exporter *const the = []() -> stats_exporter * {
-		const char *path = std::getenv("RPMEM_STATS_FILE");
-		if (!path || !*path)
-			return nullptr;
-		long long ms = 10000;
-		if (const char *i = std::getenv("RPMEM_STATS_INTERVAL"); i && *i) {
-			char *end = nullptr;
-			errno = 0;
-			ms = std::strtoll(i, &end, 10);
-			if (errno || *end || ms < 100) {
-				std::fprintf(
-				    stderr,
-				    "<librpmem>: RPMEM_STATS_INTERVAL='%s' is not a number of "
-				    "milliseconds of at least 100; using 10000\n",
-				    i);
-				ms = 10000;
-			}
-		}
-		// Never destroyed: pools may close (and report) during static destruction.
-		return new stats_exporter(path, std::chrono::milliseconds(ms));
-	}();
-	return the;
+	std::lock_guard g(process_mu);
+	read_environment();
+	return process_exporter;
+}
+
+stats_exporter *stats_exporter::configure(const std::string &path,
+                                          std::chrono::milliseconds interval)
+{
+	if (path.empty())
+		throw rpmem::error(EINVAL, "export_stats: the metrics file path is empty");
+	if (interval < std::chrono::milliseconds(100))
+		throw rpmem::error(EINVAL, fmt::format("export_stats: an interval of {} ms is "
+		                                       "too short: give at least 100 ms",
+		                                       interval.count()));
+	std::lock_guard g(process_mu);
+	read_environment();
+	if (process_exporter) {
+		if (process_exporter->path() == path)
+			return process_exporter;
+		throw rpmem::error(
+		    EBUSY, fmt::format("export_stats: this process already reports its pools "
+		                       "to {} (RPMEM_STATS_FILE or an earlier call): one "
+		                       "metrics file per process",
+		                       process_exporter->path()));
+	}
+	process_exporter = new stats_exporter(path, interval);
+	return process_exporter;
+}
+
+pool_export::pool_export(stats_exporter &e, std::function<pool_report()> current)
+    : exporter_(e), current_(std::move(current))
+{
+	id_ = exporter_.add([this] { return report(nullptr); });
+}
+
+pool_report pool_export::report(const char *state) const
+{
+	pool_report r = current_();
+	r.errors = errors_.load(std::memory_order_relaxed);
+	r.last_persist_unix_ns = last_persist_ns_.load(std::memory_order_relaxed);
+	if (failed_.load(std::memory_order_relaxed))
+		r.state = "failed";
+	else if (state && r.state != "failed")
+		r.state = state;
+	return r;
+}
+
+void pool_export::finish(const char *state) noexcept
+{
+	if (!id_)
+		return;
+	try {
+		exporter_.remove(id_, report(state));
+	} catch (...) {
+		// Reporting never fails the pool.
+	}
+	id_ = 0;
 }
 
 stats_exporter::stats_exporter(std::string path, std::chrono::milliseconds interval)

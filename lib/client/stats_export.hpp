@@ -8,6 +8,7 @@
 
 #include "rpmem/pool_stats.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -25,6 +26,9 @@ namespace rpmem::client
 /** One pool's report. */
 struct pool_report {
 	std::string target, descriptor, provider, method;
+	// replicated_pool: the replica's number in the pool set (a label: two replicas may share
+	// a target and descriptor); none for a pool opened on its own.
+	std::optional<std::size_t> replica;
 	std::string mode = "sync";       // "sync" or "async" (RPMEM_REPLICATION)
 	std::string state = "connected"; // "connected", "failed" (a call failed on the
 	                                 // connection) or "closed"
@@ -50,8 +54,16 @@ class stats_exporter
 public:
 	using source = std::function<pool_report()>;
 
-	/** The process's exporter; nullptr when RPMEM_STATS_FILE is not set. */
+	/** The process's exporter; nullptr when RPMEM_STATS_FILE is not set and configure()
+	 *  was not called. */
 	static stats_exporter *instance();
+	/** Makes the process's exporter write to `path` (rpmem::pool::export_stats): pools
+	 *  opened from now on are reported. Throws rpmem::error EBUSY when the process already
+	 *  reports to another file (RPMEM_STATS_FILE or an earlier call), EINVAL for an empty
+	 *  path or an interval under 100 ms. */
+	static stats_exporter *configure(const std::string &path,
+	                                 std::chrono::milliseconds interval);
+	const std::string &path() const { return path_; }
 
 	stats_exporter(std::string path, std::chrono::milliseconds interval);
 	~stats_exporter();
@@ -78,6 +90,49 @@ private:
 	bool stop_ = false;
 	bool warned_ = false;
 	std::thread thread_;
+};
+
+/**
+ * One pool reported to the process's exporter while it lives: registered at construction, its
+ * final state written by finish() or the destructor. The pool's owner counts what the report
+ * cannot see in the pool itself: calls that failed, and when a durable call last returned.
+ */
+class pool_export
+{
+public:
+	/** `current` gives the pool's report (target, stats, lag...); errors, last persist and
+	 *  a failed state are filled in from the counters below. Called on the exporter's
+	 *  thread until finish(). */
+	pool_export(stats_exporter &e, std::function<pool_report()> current);
+	~pool_export() { finish("closed"); }
+	pool_export(const pool_export &) = delete;
+	pool_export &operator=(const pool_export &) = delete;
+
+	/** A call failed; `connection`: not about its arguments, so the pool is failed. */
+	void error(bool connection) noexcept
+	{
+		errors_.fetch_add(1, std::memory_order_relaxed);
+		if (connection)
+			failed_.store(true, std::memory_order_relaxed);
+	}
+	/** A persist, drain or barrier returned successfully now. */
+	void durable() noexcept
+	{
+		last_persist_ns_.store(unix_now_ns(), std::memory_order_relaxed);
+	}
+	/** Unregisters, writing the final report once with `state` ("closed", or "failed" when
+	 *  the pool failed). Idempotent. */
+	void finish(const char *state) noexcept;
+
+private:
+	pool_report report(const char *state) const;
+
+	stats_exporter &exporter_;
+	std::function<pool_report()> current_;
+	std::uint64_t id_ = 0;
+	std::atomic<std::uint64_t> errors_{0};
+	std::atomic<std::int64_t> last_persist_ns_{0};
+	std::atomic<bool> failed_{false};
 };
 
 } // namespace rpmem::client

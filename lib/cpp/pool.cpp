@@ -3,6 +3,7 @@
 #include "rpmem/pool.hpp"
 
 #include "client/remote_pool.hpp"
+#include "client/stats_export.hpp"
 #include "cpp/options.hpp"
 
 #include <fmt/format.h>
@@ -23,7 +24,38 @@ client::remote_pool &live(const std::unique_ptr<client::remote_pool> &rp, const 
 	return *rp;
 }
 
+/** f() on the pool, counted for its metrics (when exported): a failure (one not about the
+ *  arguments marks the pool failed), and when a durable call returned. */
+template <class F> void counted(client::remote_pool &rp, bool durable, F &&f)
+{
+	auto *e = rp.exported();
+	if (!e) {
+		f();
+		return;
+	}
+	try {
+		f();
+	} catch (const rpmem::error &x) {
+		e->error(x.errnum() != EINVAL);
+		throw;
+	}
+	if (durable)
+		e->durable();
+}
+
+/** Reports the pool to the process's metrics file, if there is one. */
+void maybe_export(client::remote_pool &rp, const std::string &target, const std::string &poolset)
+{
+	if (auto *e = client::stats_exporter::instance())
+		rp.export_to(*e, target, poolset);
+}
+
 } // namespace
+
+void pool::export_stats(const std::string &path, std::chrono::milliseconds interval)
+{
+	client::stats_exporter::configure(path, interval);
+}
 
 pool::pool(std::unique_ptr<client::remote_pool> rp, std::span<std::byte> memory,
            std::optional<pool_attr> attr)
@@ -42,6 +74,7 @@ pool pool::create(const std::string &target, const std::string &poolset,
 	unsigned n = lanes;
 	auto rp = client::remote_pool::create(target, poolset, memory.data(), memory.size(), &n,
 	                                      attr ? &*attr : nullptr, cpp::to_client(opts));
+	maybe_export(*rp, target, poolset);
 	return pool(std::move(rp), memory, attr);
 }
 
@@ -55,6 +88,7 @@ pool pool::open(const std::string &target, const std::string &poolset, std::span
 	std::optional<pool_attr> attr;
 	if (!a.is_zero())
 		attr = a;
+	maybe_export(*rp, target, poolset);
 	return pool(std::move(rp), memory, attr);
 }
 
@@ -66,32 +100,38 @@ void pool::remove(const std::string &target, const std::string &poolset, remove_
 
 void pool::persist(std::size_t offset, std::size_t length, unsigned lane, persist_flags flags)
 {
-	live(rp_, "persist").persist(offset, length, lane, static_cast<unsigned>(flags));
+	auto &rp = live(rp_, "persist");
+	counted(rp, true, [&] { rp.persist(offset, length, lane, static_cast<unsigned>(flags)); });
 }
 
 void pool::flush(std::size_t offset, std::size_t length, unsigned lane)
 {
-	live(rp_, "flush").flush(offset, length, lane, client::flush_relaxed);
+	auto &rp = live(rp_, "flush");
+	counted(rp, false, [&] { rp.flush(offset, length, lane, client::flush_relaxed); });
 }
 
 void pool::drain(unsigned lane)
 {
-	live(rp_, "drain").drain(lane, 0);
+	auto &rp = live(rp_, "drain");
+	counted(rp, true, [&] { rp.drain(lane, 0); });
 }
 
 void pool::deep_persist(std::size_t offset, std::size_t length, unsigned lane)
 {
-	live(rp_, "deep_persist").deep_persist(offset, length, lane);
+	auto &rp = live(rp_, "deep_persist");
+	counted(rp, true, [&] { rp.deep_persist(offset, length, lane); });
 }
 
 void pool::read(std::span<std::byte> buf, std::size_t offset, unsigned lane)
 {
-	live(rp_, "read").read(buf.data(), offset, buf.size(), lane);
+	auto &rp = live(rp_, "read");
+	counted(rp, false, [&] { rp.read(buf.data(), offset, buf.size(), lane); });
 }
 
 void pool::set_attributes(const std::optional<pool_attr> &attr)
 {
-	live(rp_, "set_attributes").set_attr(attr ? &*attr : nullptr);
+	auto &rp = live(rp_, "set_attributes");
+	counted(rp, false, [&] { rp.set_attr(attr ? &*attr : nullptr); });
 	attr_ = attr;
 }
 

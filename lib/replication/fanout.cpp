@@ -18,13 +18,17 @@ using namespace replication;
 void replicated_pool::impl::mark_lost(std::size_t index, const std::string &why)
 {
 	std::lock_guard g(state_mu);
-	for (auto &r : remotes)
+	for (std::size_t k = 0; k < remotes.size(); ++k) {
+		auto &r = remotes[k];
 		if (r.index == index && !r.lost) {
 			r.lost = true;
 			r.error = why;
+			if (k < exports.size())
+				exports[k]->error(false); // counted; the state follows `lost`
 			lost_unreported.push_back({index, true, where(r), false, why});
 			any_unreported.store(true, std::memory_order_release);
 		}
+	}
 }
 
 int replicated_pool::impl::mark_lost(std::size_t index, std::exception_ptr failure)

@@ -351,6 +351,7 @@ replicated_pool replicated_pool::create(const std::string &poolset_path, const o
 		throw;
 	}
 	p->count_lanes();
+	p->start_export();
 	return replicated_pool(std::move(p));
 }
 
@@ -367,6 +368,7 @@ replicated_pool replicated_pool::open(const std::string &poolset_path, const opt
 	open_locals(*p, check, poolset_path);
 	open_remotes(*p, check, poolset_path);
 	p->count_lanes();
+	p->start_export();
 	p->notify_lost();
 	return replicated_pool(std::move(p));
 }

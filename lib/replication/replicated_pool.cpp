@@ -92,6 +92,7 @@ void replicated_pool::persist(std::size_t offset, std::size_t length)
 	for (auto &l : d.locals)
 		l.map->copy_persist(d.master->base(), offset, length);
 	d.replication->persist({offset, length});
+	d.note_durable();
 }
 
 void replicated_pool::flush(std::size_t offset, std::size_t length)
@@ -113,11 +114,14 @@ void replicated_pool::drain()
 	for (auto &l : d.locals)
 		l.map->drain();
 	d.replication->drain();
+	d.note_durable();
 }
 
 void replicated_pool::barrier()
 {
-	open_pool(impl_.get(), "barrier").replication->barrier();
+	auto &d = open_pool(impl_.get(), "barrier");
+	d.replication->barrier();
+	d.note_durable();
 }
 
 replicated_pool::lag_info replicated_pool::lag() const
@@ -139,6 +143,48 @@ std::vector<replicated_pool::replica_status> replicated_pool::replicas() const
 	for (const auto &r : d.remotes)
 		out[r.index] = {r.index, true, d.where(r), !r.lost, r.error};
 	return out;
+}
+
+void replicated_pool::impl::start_export()
+{
+	auto *e = client::stats_exporter::instance();
+	if (!e)
+		return;
+	const bool async = opts.replication == mode::asynchronous;
+	for (std::size_t k = 0; k < remotes.size(); ++k)
+		exports.push_back(std::make_unique<client::pool_export>(*e, [this, k, async] {
+			client::pool_report r;
+			const auto &rr = remotes[k];
+			r.target = rr.target;
+			r.descriptor = rr.descriptor;
+			r.replica = rr.index;
+			r.mode = async ? "async" : "sync";
+			bool lost = false;
+			{
+				std::lock_guard g(state_mu);
+				lost = rr.lost;
+			}
+			{
+				// resync replaces rp under remote_mu held exclusively.
+				std::shared_lock g(remote_mu);
+				if (rr.rp) {
+					r.provider = rr.rp->fabric().provider;
+					r.method = control::to_string(rr.rp->method());
+					r.lanes = rr.rp->nlanes();
+					r.stats = rr.rp->stats(rr.rp->nlanes());
+				}
+			}
+			if (lost) {
+				r.state = "failed";
+			} else if (async) {
+				// Every replica in sync advances with the same rounds: the pool's
+				// lag.
+				const auto l = replication->lag();
+				r.lag_bytes = l.bytes;
+				r.lag_seconds = std::chrono::duration<double>(l.oldest).count();
+			}
+			return r;
+		}));
 }
 
 void replicated_pool::impl::close_all()
@@ -175,6 +221,7 @@ void replicated_pool::close()
 	} catch (...) {
 		finish_err = std::current_exception();
 	}
+	d.finish_export(); // the final reports, while the replicas' counters are there
 	d.close_all();
 	if (finish_err)
 		std::rethrow_exception(finish_err);

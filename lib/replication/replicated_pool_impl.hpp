@@ -12,6 +12,7 @@
 #include "async/pipeline.hpp"
 #include "async/remote_writer.hpp"
 #include "client/remote_pool.hpp"
+#include "client/stats_export.hpp"
 #include "pmdk/pool_header.hpp"
 #include "poolset/poolset.hpp"
 #include "replication/local_map.hpp"
@@ -189,6 +190,24 @@ struct replicated_pool::impl {
 	{
 		std::lock_guard g(state_mu);
 		return !r.lost && r.rp;
+	}
+	// Metrics (rpmem::pool::export_stats, RPMEM_STATS_FILE): one report per remote replica,
+	// exports[i] for remotes[i]; empty when the process keeps no metrics file.
+	std::vector<std::unique_ptr<client::pool_export>> exports;
+	/** Registers the remote replicas with the process's exporter, if there is one. */
+	void start_export();
+	/** A persist, drain or barrier returned: when, for every replica's report. */
+	void note_durable() noexcept
+	{
+		for (auto &e : exports)
+			e->durable();
+	}
+	/** Writes every replica's final report (close). */
+	void finish_export() noexcept
+	{
+		for (auto &e : exports)
+			e->finish("closed");
+		exports.clear();
 	}
 	std::vector<replica_status> lost_unreported; // under state_mu
 	std::atomic<bool> any_unreported{false};     // lost_unreported is not empty

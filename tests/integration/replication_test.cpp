@@ -217,6 +217,120 @@ TEST_CASE("rpmem::pool: create, persist a span, read, reopen with attributes, re
 	CHECK(!fs::exists(node.part("cpp.set")));
 }
 
+TEST_CASE("rpmem::pool::export_stats: rpmem::pool and replicated_pool report to one metrics file, "
+          "each remote replica with its state and lag",
+          "[replication][metrics]")
+{
+	// One file per process: this test is the only one in the program that asks for it, and
+	// each of its sections (a run of the body) keeps the first run's file.
+	static const struct temp {
+		fs::path dir = make_temp_dir("/tmp", "rpmem-export-");
+		~temp()
+		{
+			std::error_code ec;
+			fs::remove_all(dir, ec);
+		}
+	} kept;
+	const std::string file = (kept.dir / "metrics.prom").string();
+	auto errno_of = [](auto &&f) {
+		try {
+			f();
+		} catch (const rpmem::error &e) {
+			return e.errnum();
+		}
+		return 0;
+	};
+	CHECK(errno_of([&] { rpmem::pool::export_stats(file, std::chrono::milliseconds(10)); }) ==
+	      EINVAL);
+	rpmem::pool::export_stats(file, std::chrono::milliseconds(100));
+	rpmem::pool::export_stats(file, std::chrono::milliseconds(100)); // the same file: fine
+	CHECK(errno_of([&] { rpmem::pool::export_stats(file + ".other"); }) == EBUSY);
+
+	sshd server;
+	/** The file's samples once `ready(samples)` holds (rewritten every 100 ms; a bound on
+	 *  waiting for it, not a timing check). */
+	auto samples_when = [&](auto ready) {
+		process_result r;
+		const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+		do {
+			std::this_thread::sleep_for(std::chrono::milliseconds(50));
+			r = metrics_samples(file);
+		} while ((r.status != 0 || !ready(r.output)) &&
+		         std::chrono::steady_clock::now() < give_up);
+		INFO("parsed metrics:\n" << r.output);
+		REQUIRE(r.status == 0);
+		return r.output;
+	};
+
+	SECTION("rpmem::pool: operations, errors, last persist; closed at the end")
+	{
+		replica node(server);
+		node.write_poolset("cpp.set", {"8M"}, "NOHDRS");
+		local_pool mem(8 << 20);
+		std::span<std::byte> memory(reinterpret_cast<std::byte *>(mem.data()), mem.size());
+		auto p = rpmem::pool::create(node.target(), "cpp.set", memory, std::nullopt, 2,
+		                             connect_for(node));
+		p.persist(K4, K4);
+		CHECK_THROWS_AS(p.persist(mem.size(), 16), rpmem::error); // EINVAL: counted
+		auto open = samples_when([](const std::string &out) {
+			return sample_value(out, "rpmem_operations_total", "op=\"persist\"") >= 1;
+		});
+		CHECK(sample_value(open, "rpmem_pool_info", "state=\"connected\"") == 1);
+		CHECK(sample_value(open, "rpmem_pool_info", "mode=\"sync\"") == 1);
+		CHECK(sample_value(open, "rpmem_errors_total", "cpp.set") == 1);
+		CHECK(sample_value(open, "rpmem_last_persist_timestamp_seconds", "cpp.set") >
+		      1.7e9);
+		p.close(); // the file is written once more, at once
+		auto closed = metrics_samples(file);
+		INFO(closed.output);
+		CHECK(sample_value(closed.output, "rpmem_pool_info", "state=\"closed\"") == 1);
+		CHECK(sample_value(closed.output, "rpmem_pool_up", "cpp.set") == 0);
+	}
+	SECTION("replicated_pool, asynchronous: one report per remote replica; a lost one failed")
+	{
+		replicated_setup s(server, 2, {"8M"}, false, "8M");
+		replicated_pool::options o;
+		o.replication = replicated_pool::mode::asynchronous;
+		o.on_failure = replicated_pool::failure_policy::degrade;
+		auto p = replicated_pool::create(s.path(), s.options(o));
+		scribble(p, 11, 50);
+		p.barrier();
+		auto both = samples_when([](const std::string &out) {
+			return sample_value(out, "rpmem_pool_up") == 1 &&
+			       out.find("rpmem_async_lag_bytes{descriptor=\"remote.set\"") !=
+			           std::string::npos;
+		});
+		// Two pools, both remote.set on their nodes: one sample each.
+		std::size_t up = 0, lag = 0;
+		for (std::size_t at = 0;
+		     (at = both.find("rpmem_pool_up{", at)) != std::string::npos; ++at)
+			up += both.compare(both.find("} ", at) + 2, 3, "1.0") == 0;
+		for (std::size_t at = 0;
+		     (at = both.find("rpmem_async_lag_bytes{", at)) != std::string::npos; ++at)
+			++lag;
+		CHECK(up == 2);
+		CHECK(lag == 2);
+		CHECK(sample_value(both, "rpmem_pool_info", "mode=\"async\"") == 1);
+
+		REQUIRE(run_kill_rpmemd(s.node(1).dir().string()));
+		for (int i = 0; i < 50 && p.replicas()[2].in_sync; ++i) {
+			scribble(p, 12 + i, 1);
+			p.barrier();
+		}
+		REQUIRE(!p.replicas()[2].in_sync);
+		auto lost = samples_when([](const std::string &out) {
+			return out.find("state=\"failed\"") != std::string::npos;
+		});
+		// Both replicas are remote.set on the one sshd: the replica label tells them apart.
+		CHECK(sample_value(lost, "rpmem_pool_info", "replica=\"2\",state=\"failed\"") == 1);
+		CHECK(sample_value(lost, "rpmem_pool_info", "replica=\"1\",state=\"connected\"") ==
+		      1);
+		CHECK(sample_value(lost, "rpmem_errors_total", "replica=\"2\"") == 1);
+		CHECK(sample_value(lost, "rpmem_errors_total", "replica=\"1\"") == 0);
+		p.close();
+	}
+}
+
 TEST_CASE("replicated_pool: two master parts, a local and two remote replicas stay equal",
           "[replication][sync]")
 {
