@@ -294,23 +294,35 @@ stats_exporter::~stats_exporter()
 
 std::uint64_t stats_exporter::add(source s)
 {
+	auto e = std::make_shared<entry>();
+	e->fn = std::move(s);
 	std::lock_guard g(mu_);
 	auto id = next_id_++;
-	sources_.emplace(id, std::move(s));
+	sources_.emplace(id, std::move(e));
 	return id;
 }
 
 void stats_exporter::remove(std::uint64_t id, const pool_report &last)
 {
-	std::lock_guard g(mu_);
-	sources_.erase(id);
-	write_locked({last});
+	std::shared_ptr<entry> e;
+	{
+		std::lock_guard g(mu_);
+		auto it = sources_.find(id);
+		if (it == sources_.end())
+			return;
+		e = std::move(it->second);
+		sources_.erase(it);
+	}
+	{
+		std::lock_guard g(e->call); // a call in progress ends first
+		e->removed = true;
+	}
+	write({last});
 }
 
 void stats_exporter::write_now()
 {
-	std::lock_guard g(mu_);
-	write_locked({});
+	write({});
 }
 
 void stats_exporter::run()
@@ -318,16 +330,31 @@ void stats_exporter::run()
 	std::unique_lock lock(mu_);
 	while (!stop_) {
 		cv_.wait_for(lock, interval_, [this] { return stop_; });
-		if (!stop_ && !sources_.empty())
-			write_locked({});
+		if (stop_ || sources_.empty())
+			continue;
+		lock.unlock();
+		write({});
+		lock.lock();
 	}
 }
 
-void stats_exporter::write_locked(const std::vector<pool_report> &extra)
+void stats_exporter::write(const std::vector<pool_report> &extra)
 {
+	// One write at a time, from collecting to renaming: a pool's final report (remove)
+	// is never overwritten by a write that collected it still open.
+	std::lock_guard w(write_mu_);
+	std::vector<std::shared_ptr<entry>> entries;
+	{
+		std::lock_guard g(mu_);
+		for (auto &[id, e] : sources_)
+			entries.push_back(e);
+	}
 	std::vector<pool_report> reports;
-	for (auto &[id, s] : sources_)
-		reports.push_back(s());
+	for (auto &e : entries) {
+		std::lock_guard g(e->call);
+		if (!e->removed)
+			reports.push_back(e->fn());
+	}
 	reports.insert(reports.end(), extra.begin(), extra.end());
 	const auto now = unix_now_ns();
 	const bool json = path_.size() >= 5 && path_.compare(path_.size() - 5, 5, ".json") == 0;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -70,24 +71,36 @@ public:
 	stats_exporter(const stats_exporter &) = delete;
 	stats_exporter &operator=(const stats_exporter &) = delete;
 
-	/** Registers a pool; `s` is called from the exporter's thread, under its lock. */
+	/** Registers a pool; `s` is called from the exporter's thread (or a thread writing the
+	 *  file), never twice at once, with only the file-writing lock held: it must not wait
+	 *  long (for a lock a sender holds through a network timeout, say) nor write the file. */
 	std::uint64_t add(source s);
-	/** Forgets the pool; the file is written once more with `last` (its final state). */
+	/** Forgets the pool (waiting for a call of its source in progress: none follows); the
+	 *  file is written once more with `last` (its final state). */
 	void remove(std::uint64_t id, const pool_report &last);
 	/** Writes the file now (the thread does it every interval). */
 	void write_now();
 
 private:
+	/** A registered source; `call` is held while it runs, `removed` once it must not. */
+	struct entry {
+		source fn;
+		std::mutex call;
+		bool removed = false;
+	};
 	void run();
-	void write_locked(const std::vector<pool_report> &extra);
+	/** Every source's report (no exporter lock held while they run: a source may wait for
+	 *  its pool's own locks), then `extra`, written to the file. */
+	void write(const std::vector<pool_report> &extra);
 
 	std::string path_;
 	std::chrono::milliseconds interval_;
-	std::mutex mu_;
+	std::mutex mu_; // sources_, next_id_, stop_
 	std::condition_variable cv_;
-	std::map<std::uint64_t, source> sources_;
+	std::map<std::uint64_t, std::shared_ptr<entry>> sources_;
 	std::uint64_t next_id_ = 1;
 	bool stop_ = false;
+	std::mutex write_mu_; // one writer of the file at a time; warned_
 	bool warned_ = false;
 	std::thread thread_;
 };
@@ -115,11 +128,16 @@ public:
 		if (connection)
 			failed_.store(true, std::memory_order_relaxed);
 	}
-	/** A persist, drain or barrier returned successfully now. */
-	void durable() noexcept
+	/** A persist, drain or barrier returned successfully at `now` (unix_now_ns()); not
+	 *  recorded while the pool is lost (replicated_pool: the call did not reach it). */
+	void durable(std::int64_t now) noexcept
 	{
-		last_persist_ns_.store(unix_now_ns(), std::memory_order_relaxed);
+		if (!lost_.load(std::memory_order_relaxed))
+			last_persist_ns_.store(now, std::memory_order_relaxed);
 	}
+	void durable() noexcept { durable(unix_now_ns()); }
+	/** replicated_pool: the replica is lost (calls do not reach it) or back (resync). */
+	void set_lost(bool lost) noexcept { lost_.store(lost, std::memory_order_relaxed); }
 	/** Unregisters, writing the final report once with `state` ("closed", or "failed" when
 	 *  the pool failed). Idempotent. */
 	void finish(const char *state) noexcept;
@@ -133,6 +151,7 @@ private:
 	std::atomic<std::uint64_t> errors_{0};
 	std::atomic<std::int64_t> last_persist_ns_{0};
 	std::atomic<bool> failed_{false};
+	std::atomic<bool> lost_{false};
 };
 
 } // namespace rpmem::client

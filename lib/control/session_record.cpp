@@ -21,6 +21,17 @@ namespace rpmem::control
 namespace
 {
 
+/** Closes an fd at scope exit. */
+struct fd_holder {
+	int fd;
+	~fd_holder()
+	{
+		if (fd >= 0)
+			::close(fd);
+	}
+	int get() const { return fd; }
+};
+
 constexpr std::string_view magic = "rpmemd-session 1";
 
 std::string one_line(std::string s)
@@ -123,7 +134,9 @@ std::optional<std::uint64_t> process_start_time(std::int64_t pid)
 	std::istringstream rest(stat.substr(close + 2));
 	std::string field;
 	for (int i = 3; i <= 22 && rest >> field; ++i)
-		if (i == 22) {
+		if (i == 3 && (field == "Z" || field == "X"))
+			return std::nullopt; // ended, not yet reaped: gone all the same
+		else if (i == 22) {
 			std::uint64_t t = 0;
 			if (parse_number(std::string_view(field), t))
 				return t;
@@ -131,21 +144,73 @@ std::optional<std::uint64_t> process_start_time(std::int64_t pid)
 	return std::nullopt;
 }
 
-std::vector<listed_session> list_sessions(const std::string &dir)
+namespace
+{
+
+/** Why `dir` is not a session directory this user may trust (rpmemd's rule: a directory,
+ *  not a symbolic link, owned by this user), or nullopt. */
+std::optional<std::string> untrusted_dir(const std::string &dir)
+{
+	struct stat st {
+	};
+	if (lstat(dir.c_str(), &st) != 0)
+		return fmt::format("cannot use the session status directory {}: {}", dir,
+		                   std::strerror(errno));
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid())
+		return fmt::format("the session status directory {} is not a directory owned by "
+		                   "this user (a symbolic link, or another user's): not used",
+		                   dir);
+	return std::nullopt;
+}
+
+/** A record file's text: a regular file only (never a FIFO or device, which could block),
+ *  not through a symbolic link, bounded. */
+std::optional<std::string> read_record(const std::string &path)
+{
+	fd_holder fd{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)};
+	struct stat st {
+	};
+	if (fd.get() < 0 || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size > 64 * 1024)
+		return std::nullopt;
+	std::string text(static_cast<std::size_t>(st.st_size), '\0');
+	auto n = ::read(fd.get(), text.data(), text.size());
+	if (n < 0)
+		return std::nullopt;
+	text.resize(static_cast<std::size_t>(n));
+	return text;
+}
+
+} // namespace
+
+std::vector<listed_session> list_sessions(const std::string &dir, std::string *problem)
 {
 	std::vector<listed_session> out;
-	DIR *d = opendir(dir.c_str());
-	if (!d)
+	struct stat st {
+	};
+	if (lstat(dir.c_str(), &st) != 0 && errno == ENOENT)
+		return out; // no session ever recorded here
+	if (auto why = untrusted_dir(dir)) {
+		if (problem)
+			*problem = *why;
 		return out;
+	}
+	DIR *d = opendir(dir.c_str());
+	if (!d) {
+		if (problem)
+			*problem = fmt::format("cannot read the session status directory {}: {}",
+			                       dir, std::strerror(errno));
+		return out;
+	}
 	while (dirent *e = readdir(d)) {
 		std::string name = e->d_name;
 		if (!name.ends_with(".session"))
 			continue;
 		std::string path = dir + "/" + name;
-		std::ifstream in(path);
-		std::stringstream text;
-		text << in.rdbuf();
-		auto r = decode_session(text.str());
+		auto text = read_record(path);
+		if (!text)
+			continue;
+		auto r = decode_session(*text);
 		if (!r)
 			continue;
 		listed_session s{*r, path, false};
@@ -161,17 +226,23 @@ std::vector<listed_session> list_sessions(const std::string &dir)
 	return out;
 }
 
+bool still_gone(const std::string &file, const session_record &r)
+{
+	auto text = read_record(file);
+	auto now = text ? decode_session(*text) : std::nullopt;
+	if (!now || now->pid != r.pid || now->process_start != r.process_start)
+		return false;
+	auto start = process_start_time(r.pid);
+	return !start || *start != r.process_start;
+}
+
 std::optional<std::string> session_file::publish(const std::string &dir, const session_record &r)
 {
 	if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
 		return fmt::format("cannot create the session status directory {}: {}", dir,
 		                   std::strerror(errno));
-	struct stat st {
-	};
-	if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
-		return fmt::format("the session status directory {} is not a directory owned by "
-		                   "this user (a symbolic link, or another user's): not used",
-		                   dir);
+	if (auto why = untrusted_dir(dir))
+		return why;
 	const std::string path = fmt::format("{}/{}.session", dir, r.pid);
 	const std::string tmp = path + ".tmp";
 	int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);

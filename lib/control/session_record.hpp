@@ -58,9 +58,14 @@ struct listed_session {
 	bool alive = false;
 };
 
-/** Every record file in dir, oldest session first. An absent directory lists nothing;
- *  unreadable or foreign files are skipped. */
-std::vector<listed_session> list_sessions(const std::string &dir);
+/** Every record file in dir, oldest session first. An absent directory lists nothing; a
+ *  directory rpmemd would not use (a symbolic link, another user's) or cannot be read lists
+ *  nothing and says why in *problem; files that are not records are skipped. */
+std::vector<listed_session> list_sessions(const std::string &dir, std::string *problem = nullptr);
+
+/** Whether the record at `file` still describes `r` and its rpmemd is gone: what --prune
+ *  checks again just before it removes a record (a new session may have reused the PID). */
+bool still_gone(const std::string &file, const session_record &r);
 
 /**
  * rpmemd's side: publishes a record under dir (created 0700 if needed; a directory that is a

@@ -23,8 +23,10 @@ void replicated_pool::impl::mark_lost(std::size_t index, const std::string &why)
 		if (r.index == index && !r.lost) {
 			r.lost = true;
 			r.error = why;
-			if (k < exports.size())
+			if (k < exports.size()) {
 				exports[k]->error(false); // counted; the state follows `lost`
+				exports[k]->set_lost(true);
+			}
 			lost_unreported.push_back({index, true, where(r), false, why});
 			any_unreported.store(true, std::memory_order_release);
 		}

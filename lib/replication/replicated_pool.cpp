@@ -151,40 +151,51 @@ void replicated_pool::impl::start_export()
 	if (!e)
 		return;
 	const bool async = opts.replication == mode::asynchronous;
-	for (std::size_t k = 0; k < remotes.size(); ++k)
-		exports.push_back(std::make_unique<client::pool_export>(*e, [this, k, async] {
-			client::pool_report r;
-			const auto &rr = remotes[k];
-			r.target = rr.target;
-			r.descriptor = rr.descriptor;
-			r.replica = rr.index;
-			r.mode = async ? "async" : "sync";
-			bool lost = false;
-			{
-				std::lock_guard g(state_mu);
-				lost = rr.lost;
-			}
-			{
-				// resync replaces rp under remote_mu held exclusively.
-				std::shared_lock g(remote_mu);
-				if (rr.rp) {
-					r.provider = rr.rp->fabric().provider;
-					r.method = control::to_string(rr.rp->method());
-					r.lanes = rr.rp->nlanes();
-					r.stats = rr.rp->stats(rr.rp->nlanes());
-				}
-			}
-			if (lost) {
-				r.state = "failed";
-			} else if (async) {
-				// Every replica in sync advances with the same rounds: the pool's
-				// lag.
-				const auto l = replication->lag();
-				r.lag_bytes = l.bytes;
-				r.lag_seconds = std::chrono::duration<double>(l.oldest).count();
-			}
-			return r;
-		}));
+	for (std::size_t k = 0; k < remotes.size(); ++k) {
+		// The last connection facts seen: a send or a resync may hold remote_mu through a
+		// network timeout, and the report must not wait for it.
+		struct seen {
+			std::string provider, method;
+			unsigned lanes = 0;
+			pool_stats stats;
+		};
+		exports.push_back(std::make_unique<client::pool_export>(
+		    *e, [this, k, async, last = seen{}]() mutable {
+			    client::pool_report r;
+			    const auto &rr = remotes[k];
+			    r.target = rr.target;
+			    r.descriptor = rr.descriptor;
+			    r.replica = rr.index;
+			    r.mode = async ? "async" : "sync";
+			    bool lost = false;
+			    {
+				    std::lock_guard g(state_mu);
+				    lost = rr.lost;
+			    }
+			    {
+				    // resync replaces rp under remote_mu held exclusively.
+				    std::shared_lock g(remote_mu, std::try_to_lock);
+				    if (g.owns_lock() && rr.rp)
+					    last = {rr.rp->fabric().provider,
+					            control::to_string(rr.rp->method()),
+					            rr.rp->nlanes(), rr.rp->stats(rr.rp->nlanes())};
+			    }
+			    r.provider = last.provider;
+			    r.method = last.method;
+			    r.lanes = last.lanes;
+			    r.stats = last.stats;
+			    if (lost) {
+				    r.state = "failed";
+			    } else if (async) {
+				    // Every replica in sync advances with the same rounds: the
+				    // pool's lag.
+				    const auto l = replication->lag();
+				    r.lag_bytes = l.bytes;
+				    r.lag_seconds = std::chrono::duration<double>(l.oldest).count();
+			    }
+			    return r;
+		    }));
+	}
 }
 
 void replicated_pool::impl::close_all()

@@ -199,8 +199,11 @@ struct replicated_pool::impl {
 	/** A persist, drain or barrier returned: when, for every replica's report. */
 	void note_durable() noexcept
 	{
+		if (exports.empty())
+			return;
+		const auto now = client::unix_now_ns(); // one clock read for every replica
 		for (auto &e : exports)
-			e->durable();
+			e->durable(now);
 	}
 	/** Writes every replica's final report (close). */
 	void finish_export() noexcept

@@ -148,6 +148,9 @@ void mark_back(replicated_pool::impl &d, remote_replica &r)
 		std::lock_guard s(d.state_mu);
 		r.lost = false;
 		r.error.clear();
+		for (std::size_t k = 0; k < d.exports.size(); ++k)
+			if (&d.remotes[k] == &r)
+				d.exports[k]->set_lost(false);
 		if (std::any_of(d.remotes.begin(), d.remotes.end(),
 		                [](const remote_replica &x) { return x.lost; }))
 			return;

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 namespace rpmem::test
@@ -81,13 +82,14 @@ inline std::string describe_group(pid_t pgid)
 
 /**
  * Runs `command` with /bin/sh; `env` is a prefix of VAR=value words. A program that has not
- * ended within `bound` (a hang detector, far beyond any run's time, not a measurement) is
+ * ended within `bound` (a hang detector, far beyond any run's time, not a measurement; below
+ * scripts/test.sh's 300 s ctest timeout so that it fires first) is
  * described (detail::describe_group), killed with its process group, and reported with
  * status -1 and "TIMED OUT" in its output, so a hang fails its test with a diagnosis
  * instead of stalling the suite until ctest's timeout.
  */
 inline process_result run(const std::string &command, const std::string &env = {},
-                          std::chrono::seconds bound = std::chrono::seconds(300))
+                          std::chrono::seconds bound = std::chrono::seconds(240))
 {
 	const std::string line = (env.empty() ? "" : "env " + env + " ") + command + " 2>&1";
 	process_result r;
@@ -132,15 +134,25 @@ inline process_result run(const std::string &command, const std::string &env = {
 			break; // EOF: every writer of the pipe is gone
 		r.output.append(buf.data(), static_cast<std::size_t>(n));
 	}
+	// Its output ended; the program may still run (it closed its stdout and hangs).
+	int st = 0;
+	while (!timed_out) {
+		const pid_t w = waitpid(pid, &st, WNOHANG);
+		if (w == pid || (w < 0 && errno != EINTR))
+			break;
+		if (std::chrono::steady_clock::now() >= deadline)
+			timed_out = true;
+		else
+			std::this_thread::sleep_for(std::chrono::milliseconds(5));
+	}
 	if (timed_out) {
 		r.output += "\nTIMED OUT: still running after " + std::to_string(bound.count()) +
 		            " s: " + command + "\nits processes:\n" + detail::describe_group(pid);
 		killpg(pid, SIGKILL);
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+		}
 	}
 	::close(fds[0]);
-	int st = 0;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-	}
 	r.status = !timed_out && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 	return r;
 }

@@ -535,9 +535,16 @@ TEST_CASE("rpmem promote makes a replica the master: stock libpmemobj opens it, 
 	CHECK(s.obj("verify", replica_set).status != 0);
 
 	const fs::path promoted = s.local() / "promoted.set";
-	auto p = s.rpmem("promote " + replica_set.string() + " --output " + promoted.string());
-	require_status(p, 0, "rpmem promote");
-	CHECK(has(p, "promoted: replica links of 1 header(s)"));
+	// (The text of a promotion: examples/07-promote.sh's test.) The JSON reports the links
+	// as found, the lost master's, not the ones written.
+	auto p =
+	    s.rpmem("promote --json " + replica_set.string() + " --output " + promoted.string());
+	require_status(p, 0, "rpmem promote --json");
+	CHECK(json_fields(p, "d['promoted'], d['headers_written'], d['output'] == '" +
+	                         promoted.string() + "', d['next_uuid'] != d['uuid']") ==
+	      "True 1 True True\n");
+	CHECK(json_fields(p, "d['prev_uuid'], d['next_uuid']") ==
+	      json_fields(dry_json, "d['prev_uuid'], d['next_uuid']"));
 	REQUIRE(fs::exists(promoted));
 
 	auto obj = s.obj("verify", promoted);
@@ -603,12 +610,13 @@ TEST_CASE("rpmem check: a whole set is consistent; damaged part headers and misl
 	{
 		const std::string before = slurp(part1).substr(0, 4096);
 		overwrite(part1, 200, "x"); // inside the checksummed part of the header
+		const std::string damaged = slurp(part1).substr(0, 4096);
 		auto bad = s.rpmem(check);
 		require_status(bad, 1, "rpmem check of a set with a damaged part header");
 		CHECK(has(bad, "part 1 (" + part1.string() + "): invalid pool header checksum"));
 		CHECK(has(bad, "--repair rebuilds it"));
 		CHECK(has(bad, "not consistent"));
-		CHECK(slurp(part1).substr(0, 4096) != before); // check alone wrote nothing
+		CHECK(slurp(part1).substr(0, 4096) == damaged); // check alone wrote nothing
 
 		auto fixed = s.rpmem("check --repair " + set.string());
 		require_status(fixed, 0, "rpmem check --repair");
@@ -664,6 +672,21 @@ TEST_CASE("rpmem check: a whole set is consistent; damaged part headers and misl
 		require_status(s.rpmem("verify " + set.string()), 0,
 		               "rpmem verify of the re-created");
 		require_status(s.obj("verify", set), 0, "libpmemobj opens the set");
+	}
+	SECTION("a replica smaller than the master is found, and left to the operator")
+	{
+		s.node().write_poolset("small.set", {"16M"});
+		require_status(s.rpmem("create " + s.target() + " small.set --size 16M"), 0,
+		               "rpmem create small.set");
+		std::ofstream(set)
+		    << fmt::format("PMEMPOOLSET\n32M {}\n32M {}\nREPLICA {} small.set\n",
+		                   part0.string(), part1.string(), s.target());
+		auto small = s.rpmem("check --repair " + set.string());
+		require_status(small, 1, "rpmem check --repair with a small replica");
+		CHECK(has(small, "replica 1 (" + s.target() +
+		                     " small.set): the replica pool is smaller than the master's"));
+		CHECK(has(small, "remove it (rpmem rm)"));
+		CHECK(!has(small, "repaired:"));
 	}
 	SECTION("a pool in use is not checked")
 	{

@@ -111,7 +111,8 @@ TEST_CASE("published records are listed, alive only while their process is the o
 	dead.since = r.since + 2;
 	ctl::session_file gone;
 	REQUIRE(!gone.publish(dir, dead));
-	std::ofstream(dir + "/junk.session") << "not a record\n"; // skipped
+	std::ofstream(dir + "/junk.session") << "not a record\n";    // skipped
+	REQUIRE(mkfifo((dir + "/fifo.session").c_str(), 0600) == 0); // skipped, without blocking
 
 	auto listed = ctl::list_sessions(dir);
 	REQUIRE(listed.size() == 3);
@@ -121,6 +122,12 @@ TEST_CASE("published records are listed, alive only while their process is the o
 	CHECK(!listed[1].alive);
 	CHECK(listed[2].record.pid == dead.pid);
 	CHECK(!listed[2].alive);
+
+	// --prune's second look: gone records are still gone, the live one is not.
+	CHECK(ctl::still_gone(listed[2].file, listed[2].record));
+	CHECK(ctl::still_gone(listed[1].file, listed[1].record));
+	CHECK(!ctl::still_gone(listed[0].file, listed[0].record));
+	CHECK(!ctl::still_gone(listed[2].file, listed[0].record)); // not the record it was
 
 	const fs::path live_file = live.path();
 	CHECK(live_file == fs::path(dir) / (std::to_string(r.pid) + ".session"));
@@ -146,6 +153,13 @@ TEST_CASE("a status directory that is a symbolic link is refused", "[session_rec
 	REQUIRE(why);
 	CHECK(why->find("not a directory owned by this user") != std::string::npos);
 	CHECK(fs::is_empty(d.path / "elsewhere"));
+	// The reader applies the same rule, and says why it lists nothing.
+	std::string problem;
+	CHECK(ctl::list_sessions((d.path / "link").string(), &problem).empty());
+	CHECK(problem.find("not a directory owned by this user") != std::string::npos);
+	problem.clear();
+	CHECK(ctl::list_sessions((d.path / "absent").string(), &problem).empty());
+	CHECK(problem.empty()); // no directory: no session ever recorded, not a problem
 
 	// The default: a runtime directory of this user, or /tmp/rpmemd-UID.
 	const auto def = ctl::default_session_dir();

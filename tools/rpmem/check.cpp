@@ -45,12 +45,13 @@ using client::remote_pool;
 struct replica_report {
 	std::size_t replica = 0;
 	bool remote = false;
-	std::uint64_t pool_size = 0;       // the pool's size as libpmemobj sees it; 0 if unknown
-	std::vector<std::string> problems; // make the set inconsistent
-	std::vector<std::string> notes;    // worth knowing, not inconsistencies
-	std::vector<std::string> repairs;  // what --repair did
-	std::string error;                 // could not be checked at all
-	std::string skipped;               // not checked, for a reason reported elsewhere
+	std::uint64_t pool_size = 0;         // the pool's size as libpmemobj sees it; 0 if unknown
+	std::vector<std::string> problems;   // make the set inconsistent
+	std::vector<std::string> notes;      // worth knowing, not inconsistencies
+	std::vector<std::string> repairs;    // what --repair did
+	std::string error;                   // could not be checked at all
+	std::string skipped;                 // not checked, for a reason reported elsewhere
+	std::optional<pmdk::pool_hdr> part0; // a local replica's sound part 0 header
 	bool consistent() const { return error.empty() && skipped.empty() && problems.empty(); }
 };
 
@@ -66,9 +67,12 @@ struct local_part {
 void write_header(const local_part &p, const pmdk::pool_hdr &h)
 {
 	auto n = pwrite(p.fd.get(), &h, sizeof(h), 0);
-	if (n != static_cast<ssize_t>(sizeof(h)) || fsync(p.fd.get()) != 0)
+	if (n != static_cast<ssize_t>(sizeof(h)))
 		throw failure(fmt::format("cannot write the pool header of {}: {}", p.path,
 		                          n < 0 ? std::strerror(errno) : "short write"));
+	if (fsync(p.fd.get()) != 0)
+		throw failure(fmt::format("cannot make the pool header of {} durable (fsync): {}",
+		                          p.path, std::strerror(errno)));
 }
 
 /**
@@ -119,6 +123,13 @@ replica_report check_local(const poolset::poolset &ps, std::size_t r, bool repai
 	for (std::size_t i = 0; i < parts.size(); ++i) {
 		const auto &p = parts[i];
 		int fd = ::open(p.path.c_str(), (repair ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+		if (fd < 0 && errno != ENOENT) {
+			// Not a finding about the set: this command cannot look (permissions...).
+			rep.error = fmt::format("{}:{}: part {} ({}): cannot open{}: {}", ps.file,
+			                        p.line, i, p.path, repair ? " for writing" : "",
+			                        std::strerror(errno));
+			return rep;
+		}
 		if (fd < 0) {
 			const int e = errno;
 			rep.problems.push_back(fmt::format(
@@ -200,6 +211,8 @@ replica_report check_local(const poolset::poolset &ps, std::size_t r, bool repai
 		                                   "neighbouring parts: parts were reordered or "
 		                                   "replaced",
 		                                   ps_parts[0].path));
+	if (rep.problems.empty())
+		rep.part0 = first;
 	const auto incompat = pmdk::load_le(first.feat.incompat);
 	if (incompat & pmdk::feat_incompat_rpmem_rebuilding)
 		rep.problems.push_back(
@@ -251,6 +264,15 @@ replica_report check_remote(const poolset::poolset &ps, const master &m, ring &r
 			                       "(OPTION NOHDRS)");
 		}
 	} catch (const rpmem::error &e) {
+		if (e.errnum() == EFBIG) {
+			// rpmemd refuses to map more than the pool holds: smaller than the master.
+			rep.problems.push_back(fmt::format(
+			    "the replica pool is smaller than the master's {} ({}): libpmemobj "
+			    "refuses the set; remove it (rpmem rm) and let `rpmem sync` re-create "
+			    "it",
+			    size_text(m.size()), e.message()));
+			return rep; // not repaired: removing a replica is the operator's call
+		}
 		if (e.errnum() != ENOENT) {
 			rep.error = e.what();
 			return rep;
@@ -338,6 +360,16 @@ int cmd_check(const check_args &a)
 	for (std::size_t r = 0; r < ps.replicas.size(); ++r)
 		if (!ps.replicas[r].is_remote())
 			reports.push_back(check_local(ps, r, a.repair));
+	// A local copy belongs to the master's pool set.
+	for (auto &rep : reports)
+		if (rep.replica > 0 && rep.part0 && reports.front().part0 &&
+		    rep.part0->poolset_uuid != reports.front().part0->poolset_uuid)
+			rep.problems.push_back(
+			    fmt::format("its pool set UUID {} is not the master's {}: a copy of "
+			                "another pool set; "
+			                "re-create it from the master (pmempool sync)",
+			                uuid_text(rep.part0->poolset_uuid),
+			                uuid_text(reports.front().part0->poolset_uuid)));
 	// The remote replicas are checked against the master, so only when it is sound; the
 	// local checks' files are closed by now (the master takes its own locks).
 	const auto &master_report = reports.front();

@@ -88,8 +88,9 @@ int cmd_promote(const promote_args &a)
 		lock_or_throw(fd, parts[i].path, "rpmemd or an application");
 		read_header(hs.back());
 	}
-	// Check first: nothing is written unless every header is sound.
-	const auto &first = hs[0].hdr;
+	// Check first: nothing is written unless every header is sound. A copy: the headers
+	// are rewritten below, and what was found is what is reported.
+	const pmdk::pool_hdr first = hs[0].hdr;
 	for (std::size_t i = 0; i < nhdrs; ++i) {
 		auto prev = hs[(i + nhdrs - 1) % nhdrs].hdr.part_uuid;
 		auto next = hs[(i + 1) % nhdrs].hdr.part_uuid;

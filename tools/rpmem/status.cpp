@@ -20,6 +20,7 @@
 #include <ctime>
 #include <fcntl.h>
 #include <optional>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace rpmem::tool
@@ -35,9 +36,12 @@ std::optional<std::int64_t> lock_holder_pid(const std::string &poolset_file)
 		auto ps = poolset::parse_file(poolset_file);
 		if (ps.replicas.empty() || ps.replicas[0].parts.empty())
 			return std::nullopt;
-		pmdk::unique_fd fd(
-		    ::open(ps.replicas[0].parts[0].path.c_str(), O_RDONLY | O_CLOEXEC));
-		if (fd.get() < 0)
+		// Non-blocking and regular files only: the path comes from a record file.
+		pmdk::unique_fd fd(::open(ps.replicas[0].parts[0].path.c_str(),
+		                          O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+		struct stat st {
+		};
+		if (fd.get() < 0 || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
 			return std::nullopt;
 		const std::string holder = pmdk::lock_holder(fd.get()); // " (pid N)" or ""
 		auto at = holder.find("pid ");
@@ -80,11 +84,16 @@ std::string age_text(std::uint64_t since)
 int cmd_status(const status_args &a)
 {
 	const std::string dir = a.dir.empty() ? control::default_session_dir() : a.dir;
-	auto sessions = control::list_sessions(dir);
+	std::string problem;
+	auto sessions = control::list_sessions(dir, &problem);
+	if (!problem.empty())
+		throw failure(problem + " (rpmemd would not use it either: check the directory, or "
+		                        "give the one rpmemd uses with --dir)");
 	std::size_t pruned = 0;
 	if (a.prune)
 		for (const auto &s : sessions)
-			if (!s.alive && ::unlink(s.file.c_str()) == 0)
+			if (!s.alive && control::still_gone(s.file, s.record) &&
+			    ::unlink(s.file.c_str()) == 0)
 				++pruned;
 
 	if (a.json) {
