@@ -170,7 +170,7 @@ TEST_CASE("capi: a dead rpmemd is ECONNRESET on the next call, not a hang", "[ca
 	rpmem_close(rpp);
 }
 
-TEST_CASE("capi: RPMEM_STATS_FILE reports a pool whose rpmemd died as failed, with its errors; a "
+TEST_CASE("capi: RPMEM_STATS_FILE reports a pool whose rpmemd died as failed, with its errors, and a "
           "bad RPMEM_STATS_INTERVAL is named and the default used",
           "[capi][metrics]")
 {

@@ -578,7 +578,7 @@ TEST_CASE("rpmem promote refuses a replica with a damaged header and writes noth
 	CHECK(slurp(s.remote_part()).substr(0, 4096) == before);
 }
 
-TEST_CASE("rpmem check: a whole set is consistent; damaged part headers and mislinked, behind or "
+TEST_CASE("rpmem check: a whole set is consistent, damaged part headers and mislinked, behind or "
           "missing replicas are found, and --repair fixes them from sound copies",
           "[tool][check]")
 {
