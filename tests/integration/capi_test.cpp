@@ -170,9 +170,10 @@ TEST_CASE("capi: a dead rpmemd is ECONNRESET on the next call, not a hang", "[ca
 	rpmem_close(rpp);
 }
 
-TEST_CASE("capi: RPMEM_STATS_FILE reports a pool whose rpmemd died as failed, with its errors, and a "
-          "bad RPMEM_STATS_INTERVAL is named and the default used",
-          "[capi][metrics]")
+TEST_CASE(
+    "capi: RPMEM_STATS_FILE reports a pool whose rpmemd died as failed, with its errors, and a "
+    "bad RPMEM_STATS_INTERVAL is named and the default used",
+    "[capi][metrics]")
 {
 	capi_environment env; // announces the replica through this process's environment
 	env.node.write_poolset("failing.set", {"8M"}, "NOHDRS");
