@@ -111,7 +111,23 @@ set(CPACK_DEBIAN_PACKAGE_RELEASE 1) # 1:0.1.0-1, as the changelog says
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL lib dev daemon tools)
-set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+# Debian's file names: name_version_arch.deb with the version *without* its epoch. CPack's
+# DEB-DEFAULT keeps the "1:", and `apt install ./librpmem1_1:0.1.0-1_amd64.deb` then installs
+# nothing and says nothing (apt reads the colon as an architecture qualifier):
+# scripts/clean-root.sh found it.
+execute_process(COMMAND dpkg --print-architecture OUTPUT_VARIABLE rpmem_deb_arch
+                OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+if(NOT rpmem_deb_arch)
+  set(rpmem_deb_arch amd64)
+endif()
+foreach(c LIB DEV DAEMON TOOLS)
+  set(rpmem_deb_name_LIB librpmem1)
+  set(rpmem_deb_name_DEV librpmem-dev)
+  set(rpmem_deb_name_DAEMON rpmemd)
+  set(rpmem_deb_name_TOOLS rpmem-tools)
+  set(CPACK_DEBIAN_${c}_FILE_NAME
+      "${rpmem_deb_name_${c}}_${PROJECT_VERSION}-1_${rpmem_deb_arch}.deb")
+endforeach()
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON) # Depends: from the binaries (dpkg-shlibdeps)
@@ -143,6 +159,10 @@ pages (librpmem(7), rpmem_create(3) and the others).")
 set(CPACK_DEBIAN_DAEMON_PACKAGE_NAME rpmemd)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_RECOMMENDS "openssh-server")
+# Debian's pmdk-tools 1.12 ships PMDK's rpmemd(1) page (without rpmemd): ours replaces that one
+# file, so the two install together (PMDK 1.13 dropped rpmemd and its page). Replaces without
+# Breaks: pmdk-tools (pmempool) stays installed. scripts/clean-root.sh installs both.
+set(CPACK_DEBIAN_DAEMON_PACKAGE_REPLACES "pmdk-tools (<< 1.13~)")
 set(CPACK_DEBIAN_DAEMON_PACKAGE_SUGGESTS "rpmem-tools")
 set(CPACK_DEBIAN_DAEMON_DESCRIPTION "Remote persistent memory replication daemon
 rpmemd, started over SSH on a replica node for each pool a client (librpmem,
