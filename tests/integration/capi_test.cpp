@@ -212,6 +212,41 @@ TEST_CASE(
 	fs::remove_all(dir, ec);
 }
 
+TEST_CASE("an application that exits with its pool open while rpmemd is frozen still exits",
+          "[capi][exit][fault]")
+{
+	// rpmemd stopped (SIGSTOP): it answers nothing and closes nothing. A keep-alive ping is
+	// then stuck waiting for its answer when the program returns from main; the exit guard
+	// waits for it at most a few seconds, so the program ends instead of hanging.
+	capi_environment env;
+	env.node.write_poolset("frozen.set", {"8M"}, "NOHDRS");
+	const auto dir = make_temp_dir("/tmp", "rpmem-frozen-");
+	std::vector<std::string> vars{"RPMEM_KEEPALIVE=1"};
+	if (const char *a = std::getenv("ASAN_OPTIONS"))
+		vars.push_back(fmt::format("ASAN_OPTIONS={}:detect_leaks=0", a));
+	child app({std::string(RPMEM_BINARY_DIR) + "/bin/rpmem_exit_open", env.target(),
+	           "frozen.set", "hold-exit"},
+	          vars, (dir / "stderr").string());
+	REQUIRE(app.read_line(std::chrono::seconds(60)) == "ready");
+	const pid_t daemon = find_rpmemd(env.node.dir().string());
+	REQUIRE(daemon > 0);
+	REQUIRE(::kill(daemon, SIGSTOP) == 0);
+	std::this_thread::sleep_for(std::chrono::milliseconds(20)); // a ping is now stuck
+	app.close_stdin();
+	auto said = app.read_line(std::chrono::seconds(60));
+	auto status = app.wait(std::chrono::seconds(60)); // a bound on a hang, not a timing
+	::kill(daemon, SIGKILL);
+	::kill(daemon, SIGCONT);
+	INFO("the program's stderr:\n" << slurp(dir / "stderr"));
+	REQUIRE(status);
+	CHECK(said == "exiting with the pool open");
+	CHECK(WIFEXITED(*status));
+	CHECK(WEXITSTATUS(*status) == 0);
+	require_rpmemd_gone(env.node);
+	std::error_code ec;
+	fs::remove_all(dir, ec);
+}
+
 TEST_CASE("capi: failed open, create and remove begin with PMDK's text", "[capi][pmdk]")
 {
 	auto &e = env();

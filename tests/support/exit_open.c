@@ -3,6 +3,9 @@
 // page, lets the keep-alive run for MICROSECONDS, and returns from main with the pool still
 // open, as an application may (tests/integration/capi_test.cpp: exit with a pool open).
 //
+// exit_open TARGET POOLSET hold-exit: the same, but once stdin closes it returns from main with
+// the pool open (the test freezes rpmemd meanwhile: exit must not wait for it).
+//
 // exit_open TARGET POOLSET hold: creates the pool, persists a page, prints "ready" and waits
 // for its stdin to close (the test kills rpmemd meanwhile); then persists again and closes,
 // printing "persist <errno>" and "close <errno>" (0: success), and exits 0. A failure the
@@ -18,7 +21,7 @@
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: exit_open TARGET POOLSET MICROSECONDS|hold\n");
+		fprintf(stderr, "usage: exit_open TARGET POOLSET MICROSECONDS|hold|hold-exit\n");
 		return 2;
 	}
 	const size_t size = 8 << 20;
@@ -35,6 +38,16 @@ int main(int argc, char **argv)
 	if (rpmem_persist(pool, 4096, 4096, 0, 0) != 0) {
 		fprintf(stderr, "rpmem_persist: %s\n", rpmem_errormsg());
 		return 2;
+	}
+	if (strcmp(argv[3], "hold-exit") == 0) {
+		printf("ready\n");
+		fflush(stdout);
+		char buf[64];
+		while (fread(buf, 1, sizeof(buf), stdin) > 0)
+			;
+		printf("exiting with the pool open\n");
+		fflush(stdout);
+		return 0;
 	}
 	if (strcmp(argv[3], "hold") == 0) {
 		printf("ready\n");
