@@ -78,7 +78,9 @@ in_root apt-get update -qq >"$work/apt.log" 2>&1 &&
 }
 
 say "replicating a stock libpmemobj pool inside the root"
-in_root /bin/bash -euo pipefail -c '
+# A free loopback port, found here (the root has no python3 for private-sshd.sh's own search).
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+in_root RPMEM_SSHD_PORT="$port" /bin/bash -euo pipefail -c '
 eval "$(/opt/rpmem-check/private-sshd.sh start /tmp/sshd)"
 export RPMEM_SSH_CONFIG RPMEM_SSH_KNOWN_HOSTS RPMEM_SSH_IDENTITY RPMEM_SSH=$RPMEM_SSH_WRAPPER
 node_home=/tmp/sshd/home                       # rpmemd serves $HOME of the SSH session

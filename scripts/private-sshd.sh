@@ -6,6 +6,7 @@
 # The exports point librpmem at DIR's keys: RPMEM_SSH_IDENTITY, RPMEM_SSH_KNOWN_HOSTS,
 # RPMEM_SSH_CONFIG, RPMEM_DEMO_TARGET (user@ADDRESS:PORT), and RPMEM_SSH_WRAPPER (an ssh that
 # uses DIR's config: set RPMEM_SSH to it for programs that run ssh themselves, like pmempool).
+# RPMEM_SSHD_PORT=N uses port N instead of looking for a free one.
 set -euo pipefail
 
 cmd=${1:?usage: $0 start|stop DIR [ADDRESS]}
@@ -41,7 +42,7 @@ stop
 [ -f "$dir/client_key" ] || ssh-keygen -q -t ed25519 -N '' -f "$dir/client_key" -C rpmem-client
 cp "$dir/client_key.pub" "$dir/authorized_keys"
 chmod 600 "$dir/authorized_keys" "$dir/host_key" "$dir/client_key"
-port=$(free_port)
+port=${RPMEM_SSHD_PORT:-$(free_port)} # RPMEM_SSHD_PORT: a port the caller knows is free
 user=$(id -un)
 cat > "$dir/sshd_config" <<CFG
 ListenAddress $addr
