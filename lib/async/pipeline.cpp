@@ -50,37 +50,42 @@ void pipeline::rethrow_error()
 
 void pipeline::persist(range r, const std::byte *bytes)
 {
+	// One clock read per persist, before the lock: the snapshot's time and the lag check's.
+	const auto now = clock_type::now();
 	std::unique_lock lk(q_mu_);
-	enqueue(r, bytes, lk);
-	wait_for_lag(lk);
+	enqueue(r, bytes, now, lk);
+	wait_for_lag(now, lk);
 }
 
 void pipeline::snapshot(range r, const std::byte *bytes)
 {
+	const auto now = clock_type::now();
 	std::unique_lock lk(q_mu_);
-	enqueue(r, bytes, lk);
+	enqueue(r, bytes, now, lk);
 }
 
 void pipeline::wait_for_lag()
 {
+	const auto now = clock_type::now();
 	std::unique_lock lk(q_mu_);
-	wait_for_lag(lk);
+	wait_for_lag(now, lk);
 }
 
-void pipeline::enqueue(range r, const std::byte *bytes, std::unique_lock<std::mutex> &lk)
+void pipeline::enqueue(range r, const std::byte *bytes, clock_type::time_point now,
+                       std::unique_lock<std::mutex> &lk)
 {
 	rethrow_error();
 	const std::size_t chunk = staging_.max_chunk();
 	for (std::size_t done = 0; done < r.length; done += chunk)
 		enqueue_chunk({r.offset + done, std::min(chunk, r.length - done)}, bytes + done,
-		              lk);
+		              now, lk);
 }
 
-/** Bounded lag: waits while too many bytes, or too old ones, are not replicated yet. */
-void pipeline::wait_for_lag(std::unique_lock<std::mutex> &lk)
+/** Bounded lag: waits while too many bytes, or too old ones, are not replicated yet. `start`:
+ *  the time of the call (the clock is read again only while waiting). */
+void pipeline::wait_for_lag(clock_type::time_point start, std::unique_lock<std::mutex> &lk)
 {
 	rethrow_error();
-	const auto start = clock_type::now();
 	auto now = start;
 	while (!error_ && !queue_.empty() &&
 	       (lag_bytes_ > bounds_.max_lag_bytes ||
@@ -92,7 +97,8 @@ void pipeline::wait_for_lag(std::unique_lock<std::mutex> &lk)
 	rethrow_error();
 }
 
-void pipeline::enqueue_chunk(range r, const std::byte *bytes, std::unique_lock<std::mutex> &lk)
+void pipeline::enqueue_chunk(range r, const std::byte *bytes, clock_type::time_point now,
+                             std::unique_lock<std::mutex> &lk)
 {
 	std::size_t pos = 0, charge = 0;
 	while (queue_.full() || !staging_.alloc(r.length, &pos, &charge)) {
@@ -103,7 +109,7 @@ void pipeline::enqueue_chunk(range r, const std::byte *bytes, std::unique_lock<s
 	}
 	// The caller just persisted the range and does not write it until persist returns.
 	std::memcpy(staging_.base() + pos, bytes, r.length);
-	queue_.push({r, clock_type::now(), pos, charge});
+	queue_.push({r, now, pos, charge});
 	++done_.enqueued;
 	lag_bytes_ += r.length;
 	done_.max_lag_bytes = std::max(done_.max_lag_bytes, lag_bytes_);

@@ -105,9 +105,11 @@ private:
 
 	void stop();
 	void rethrow_error();
-	void enqueue(range r, const std::byte *bytes, std::unique_lock<std::mutex> &lk);
-	void enqueue_chunk(range r, const std::byte *bytes, std::unique_lock<std::mutex> &lk);
-	void wait_for_lag(std::unique_lock<std::mutex> &lk);
+	void enqueue(range r, const std::byte *bytes, clock_type::time_point now,
+	             std::unique_lock<std::mutex> &lk);
+	void enqueue_chunk(range r, const std::byte *bytes, clock_type::time_point now,
+	                   std::unique_lock<std::mutex> &lk);
+	void wait_for_lag(clock_type::time_point start, std::unique_lock<std::mutex> &lk);
 	void replicate_loop();
 	/** What a batch took from the queue: its oldest n entries, their bytes and ring space. */
 	struct taken {
