@@ -166,6 +166,29 @@ struct timed_pool {
 	}
 };
 
+/** Waits (bounded: 10 s) until every thread of pid is stopped (state T), as a SIGSTOP leaves
+ *  them: kill() returns when the signal is queued, not when the threads stopped. */
+bool wait_stopped(pid_t pid)
+{
+	for (int i = 0; i < 1000; ++i) {
+		bool all = true, any = false;
+		std::error_code ec;
+		for (const auto &e : std::filesystem::directory_iterator(
+		         "/proc/" + std::to_string(pid) + "/task", ec)) {
+			const auto stat = slurp(e.path() / "stat");
+			const auto close = stat.rfind(')');
+			any = true;
+			if (close == std::string::npos || close + 2 >= stat.size() ||
+			    (stat[close + 2] != 'T' && stat[close + 2] != 't'))
+				all = false;
+		}
+		if (any && all)
+			return true;
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	}
+	return false;
+}
+
 struct ack {
 	std::size_t offset, length;
 	std::uint64_t crc;
@@ -541,6 +564,9 @@ TEST_CASE("a frozen rpmemd (SIGSTOP) ends a persist with ETIMEDOUT within RPMEM_
 {
 	timed_pool t(1000ms, 100ms);
 	REQUIRE(::kill(t.pid, SIGSTOP) == 0);
+	// Every thread of rpmemd stopped before the persist is sent (CI once saw the persist
+	// answered 2 ms after kill() returned).
+	REQUIRE(wait_stopped(t.pid));
 	std::string msg;
 	auto t0 = clk::now();
 	int err = errno_of([&] { t.pool->persist(hdr, 1 << 20, 0, 0); }, &msg);
