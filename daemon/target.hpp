@@ -8,6 +8,8 @@
 #include "fabric/spin_policy.hpp"
 #include "lane_exec.hpp"
 
+#include "rpmem/pool_stats.hpp"
+
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -42,17 +44,14 @@ struct served_counts {
 	std::uint64_t refused = 0;
 	std::uint64_t bytes = 0;
 	std::array<std::uint64_t, 40> service_ns_log2{}; // [b]: requests of [2^b, 2^(b+1)) ns
-	/** The bound below which a fraction q (0..1) of the requests executed; 0 if none. */
+	/** The bound below which a fraction q (0..1) of the requests executed; 0 if none (the
+	 *  client's round-trip histogram rule: pool_stats). */
 	std::uint64_t quantile_ns(double q) const noexcept
 	{
-		const auto want = static_cast<std::uint64_t>(q * double(requests));
-		std::uint64_t seen = 0;
-		for (std::size_t b = 0; b < service_ns_log2.size(); ++b) {
-			seen += service_ns_log2[b];
-			if (seen > want || (seen == requests && seen))
-				return std::uint64_t(2) << b;
-		}
-		return 0;
+		rpmem::pool_stats s;
+		s.round_trips = requests;
+		s.latency_ns_log2 = service_ns_log2;
+		return s.quantile_ns(q);
 	}
 };
 

@@ -99,9 +99,8 @@ void fabric_target::serve(const fab::cq_entry &entry)
 	if (err)
 		refused_.fetch_add(1, std::memory_order_relaxed);
 	const auto ns = static_cast<std::uint64_t>(std::max<std::int64_t>(1, end - begin));
-	service_ns_log2_[std::min<std::size_t>(63 - __builtin_clzll(ns),
-	                                       service_ns_log2_.size() - 1)]
-	    .fetch_add(1, std::memory_order_relaxed);
+	service_ns_log2_[rpmem::pool_stats::latency_bucket(ns)].fetch_add(
+	    1, std::memory_order_relaxed);
 	if (err == EPROTO) {
 		// Not a lane request at all: this peer cannot be trusted any more.
 		log_err("connection {}: a {}-byte message that is not a lane request: "

@@ -23,6 +23,17 @@ struct pool_stats {
 	std::uint64_t round_trips = 0;
 	std::array<std::uint64_t, 40> latency_ns_log2{};
 
+	/** The bucket of latency_ns_log2 a duration of `ns` nanoseconds counts in: [2^b,
+	 *  2^(b+1)), the last one open-ended (rpmemd's execution times use the same rule). */
+	static constexpr std::size_t latency_bucket(std::uint64_t ns) noexcept
+	{
+		const std::size_t b =
+		    ns < 2 ? 0 : static_cast<std::size_t>(63 - __builtin_clzll(ns));
+		return b < std::tuple_size_v<decltype(latency_ns_log2)> - 1
+		           ? b
+		           : std::tuple_size_v<decltype(latency_ns_log2)> - 1;
+	}
+
 	pool_stats &operator+=(const pool_stats &o) noexcept
 	{
 		persists += o.persists;

@@ -27,20 +27,17 @@ namespace ctl = rpmem::control;
 static_assert(sizeof(rpmem_pool_attr) == rpmem::control::pool_attr_size);
 static_assert(offsetof(rpmem_pool_attr, user_flags) == 88);
 
-/** One of the two: the remote pool written synchronously, or its asynchronous writer; and
- *  what the metrics file (RPMEM_STATS_FILE) reports of it. */
+/** One of the two: the remote pool written synchronously, or its asynchronous writer; and,
+ *  with a metrics file (RPMEM_STATS_FILE), its report there (errors, last persist and state
+ *  counted by client::pool_export, as for the C++ API's pools). */
 struct rpmem_pool {
 	std::unique_ptr<rpmem::client::remote_pool> pool;
 	std::unique_ptr<rpmem::async::remote_writer> async;
 
 	std::string target, descriptor;
-	std::atomic<std::uint64_t> errors{0};
-	std::atomic<bool> failed{false};              // a call failed on the connection
-	std::atomic<std::int64_t> last_persist_ns{0}; // kept only with a metrics file
-	std::uint64_t export_id = 0;                  // 0: not exported
 
 	const rpmem::client::remote_pool &remote() const { return async ? async->remote() : *pool; }
-	rpmem::client::pool_report report(const char *state = nullptr) const
+	rpmem::client::pool_report report() const
 	{
 		rpmem::client::pool_report r;
 		const auto &rp = remote();
@@ -49,11 +46,8 @@ struct rpmem_pool {
 		r.provider = rp.fabric().provider;
 		r.method = ctl::to_string(rp.method());
 		r.mode = async ? "async" : "sync";
-		r.state = state ? state : failed ? "failed" : "connected";
 		r.lanes = async ? async->nlanes() : rp.nlanes();
 		r.stats = rp.stats(rp.nlanes());
-		r.errors = errors.load(std::memory_order_relaxed);
-		r.last_persist_unix_ns = last_persist_ns.load(std::memory_order_relaxed);
 		if (async) {
 			const auto p = async->status();
 			r.lag_bytes = p.lag_bytes;
@@ -61,6 +55,8 @@ struct rpmem_pool {
 		}
 		return r;
 	}
+	// Last: unregistered before what its report reads goes.
+	std::unique_ptr<rpmem::client::pool_export> exported; // null: no metrics file
 };
 
 namespace
@@ -232,7 +228,8 @@ RPMEMpool *start(bool create, const char *target, const char *pool_set_name, voi
 		handle->descriptor = pool_set_name;
 		if (auto *e = rpmem::client::stats_exporter::instance()) {
 			const rpmem_pool *h = handle.get();
-			handle->export_id = e->add([h] { return h->report(); });
+			handle->exported = std::make_unique<rpmem::client::pool_export>(
+			    *e, [h] { return h->report(); });
 		}
 		result = handle.release();
 		return 0;
@@ -262,13 +259,12 @@ template <class F> int on_pool(RPMEMpool *rpp, F &&f, bool durable = false)
 			f(*rpp->pool);
 		return 0;
 	});
-	if (r != 0) {
-		rpp->errors.fetch_add(1, std::memory_order_relaxed);
-		if (errno != EINVAL)
-			rpp->failed.store(true, std::memory_order_relaxed);
-	} else if (durable && rpp->export_id) {
-		rpp->last_persist_ns.store(rpmem::client::unix_now_ns(), std::memory_order_relaxed);
-	}
+	if (!rpp->exported)
+		return r;
+	if (r != 0)
+		rpp->exported->error(errno != EINVAL);
+	else if (durable)
+		rpp->exported->durable();
 	return r;
 }
 
@@ -307,9 +303,8 @@ __attribute__((visibility("default"))) int rpmem_close(RPMEMpool *rpp)
 		return fail(EINVAL, "the pool handle is NULL");
 	int ret = on_pool(rpp, [](auto &p) { p.close(); });
 	int saved = errno;
-	if (rpp->export_id)
-		rpmem::client::stats_exporter::instance()->remove(
-		    rpp->export_id, rpp->report(ret == 0 ? "closed" : "failed"));
+	if (rpp->exported)
+		rpp->exported->finish(ret == 0 ? "closed" : "failed");
 	delete rpp;
 	errno = saved;
 	return ret;

@@ -13,7 +13,7 @@ void lane_counters::round_trip(std::chrono::steady_clock::time_point start)
 	                                  std::chrono::steady_clock::now() - start)
 	                                  .count()));
 	bump(round_trips);
-	bump(latency[std::min<std::size_t>(63 - __builtin_clzll(ns), latency.size() - 1)]);
+	bump(latency[lane_stats::latency_bucket(ns)]);
 }
 
 lane_stats lane_counters::snapshot() const

@@ -39,22 +39,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rpmem_persist: %s\n", rpmem_errormsg());
 		return 2;
 	}
-	if (strcmp(argv[3], "hold-exit") == 0) {
+	const int hold_exit = strcmp(argv[3], "hold-exit") == 0;
+	if (hold_exit || strcmp(argv[3], "hold") == 0) {
 		printf("ready\n");
 		fflush(stdout);
 		char buf[64];
 		while (fread(buf, 1, sizeof(buf), stdin) > 0)
 			;
+	}
+	if (hold_exit) {
 		printf("exiting with the pool open\n");
 		fflush(stdout);
 		return 0;
 	}
 	if (strcmp(argv[3], "hold") == 0) {
-		printf("ready\n");
-		fflush(stdout);
-		char buf[64];
-		while (fread(buf, 1, sizeof(buf), stdin) > 0)
-			;
 		int r = rpmem_persist(pool, 8192, 4096, 0, 0);
 		printf("persist %d\n", r == 0 ? 0 : errno);
 		r = rpmem_close(pool);
