@@ -35,7 +35,15 @@ bool in_bounds(std::uint64_t offset, std::uint64_t len, std::uint64_t size)
 	return offset <= size && len <= size - offset;
 }
 
-/** Validates every entry before touching the pool: a bad batch changes nothing. */
+/**
+ * Validates every entry before touching the pool (a bad batch changes nothing), then applies the
+ * entries in order, each durable before the next one's bytes are written: the pool's durable
+ * content is always the state after some prefix of the batch (plus part of the entry being
+ * applied). Asynchronous replication sends a round of persists as one batch and promises a
+ * replica that holds a prefix of them even across the replica host's power failure; copying
+ * every entry first would leave them all in the CPU cache at once, where any of them may reach
+ * the media before an earlier one.
+ */
 int persist_batch(std::span<const std::uint8_t> payload, std::uint64_t count,
                   persist_region &region, std::uint64_t &persisted)
 {
@@ -45,14 +53,13 @@ int persist_batch(std::span<const std::uint8_t> payload, std::uint64_t count,
 			return EINVAL;
 	if (!check.ok())
 		return EINVAL;
-	rpmem::lane::entry_reader copy(payload, count);
-	while (auto e = copy.next())
-		if (e->data && e->length)
+	rpmem::lane::entry_reader apply(payload, count);
+	while (auto e = apply.next()) {
+		if (!e->length)
+			continue;
+		if (e->data)
 			atomic_copy(region.base() + e->offset, e->data, e->length);
-	rpmem::lane::entry_reader persist(payload, count);
-	while (auto e = persist.next()) {
-		if (e->length)
-			region.persist(e->offset, e->length);
+		region.persist(e->offset, e->length);
 		persisted += e->length;
 	}
 	return 0;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // How asynchronous replication cuts its queue into rounds (lib/async/round_plan.hpp):
-// the request's capacity, the range limit, and the prefix rule — no RDMA write after inline
-// bytes in one round (breaking it let a killed writer leave a replica with a later persist and
-// an earlier one missing).
+// the request's capacity, the range limit, and the prefix rule — an RDMA-written range only
+// opens a round (a write after inline bytes let a killed writer leave a replica with a later
+// persist and an earlier one missing; two writes in one round both land unflushed, where a
+// power failure of the replica may keep the second without the first).
 #include "async/round_plan.hpp"
 
 #include <catch2/catch.hpp>
@@ -50,17 +51,18 @@ using R = std::vector<std::pair<std::size_t, std::size_t>>;
 
 } // namespace
 
-TEST_CASE("round plan: writes then inline bytes share a round, a write after inline bytes "
-          "starts the next",
+TEST_CASE("round plan: a written range opens a round, inline ranges may follow it",
           "[unit][round_plan]")
 {
 	// records (written), commit (inline), records (written), commit (inline): the second
 	// records must not leave before the first commit is applied.
 	CHECK(rounds({5000, 16, 5000, 16}) == R{{0, 2}, {2, 4}});
 	CHECK(rounds({16, 5000}) == R{{0, 1}, {1, 2}});
-	CHECK(rounds({5000, 6000, 16, 32, 64}) == R{{0, 5}});
-	CHECK(rounds({16, 32, 5000, 5000, 8}) == R{{0, 2}, {2, 5}});
-	CHECK(rounds({5000, 5000, 5000}) == R{{0, 3}});
+	CHECK(rounds({5000, 16, 32, 64}) == R{{0, 4}});
+	CHECK(rounds({16, 32, 5000, 8}) == R{{0, 2}, {2, 4}});
+	// Two written ranges never share a round.
+	CHECK(rounds({5000, 6000, 16, 32, 64}) == R{{0, 1}, {1, 5}});
+	CHECK(rounds({5000, 5000, 5000}) == R{{0, 1}, {1, 2}, {2, 3}});
 }
 
 TEST_CASE("round plan: a round holds what fits one request and at most max_ranges ranges",
@@ -68,7 +70,7 @@ TEST_CASE("round plan: a round holds what fits one request and at most max_range
 {
 	// 100-byte inline ranges cost 116: eight fit in 1000 bytes.
 	CHECK(rounds(std::vector<std::size_t>(10, 100)) == R{{0, 8}, {8, 10}});
-	CHECK(rounds(std::vector<std::size_t>(5, 5000), 2) == R{{0, 2}, {2, 4}, {4, 5}});
+	CHECK(rounds(std::vector<std::size_t>(5, 50), 2) == R{{0, 2}, {2, 4}, {4, 5}});
 	// A range that alone exceeds the request still makes a round of its own.
 	const fake_lanes tiny{100, 10};
 	const std::vector<const fake_lanes *> one{&tiny};
@@ -85,6 +87,9 @@ TEST_CASE("round plan: with several replicas the rule holds for each, whatever t
 	const std::vector<fake_lanes> ab{{4096, 8000}, {100, 8000}};
 	CHECK(rounds({16, 3000}, 32, ab) == R{{0, 1}, {1, 2}});
 	CHECK(rounds({3000, 16}, 32, ab) == R{{0, 2}});
+	// Written to B: each 3000-byte range opens a round of its own.
+	CHECK(rounds({3000, 3000, 3000}, 32, ab) == R{{0, 1}, {1, 2}, {2, 3}});
 	// The request that fills first ends the round: A carries 3000-byte ranges inline.
-	CHECK(rounds({3000, 3000, 3000}, 32, ab) == R{{0, 2}, {2, 3}});
+	const std::vector<fake_lanes> both_inline{{4096, 8000}, {4096, 7000}};
+	CHECK(rounds({3000, 3000, 3000}, 32, both_inline) == R{{0, 2}, {2, 3}});
 }
