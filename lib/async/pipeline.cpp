@@ -87,13 +87,18 @@ void pipeline::wait_for_lag(clock_type::time_point start, std::unique_lock<std::
 {
 	rethrow_error();
 	auto now = start;
+	bool waited = false;
 	while (!error_ && !queue_.empty() &&
 	       (lag_bytes_ > bounds_.max_lag_bytes ||
 	        now - queue_.front().when > bounds_.max_lag_time)) {
+		waited = true;
 		done_cv_.wait_for(lk, std::chrono::milliseconds(10));
 		now = clock_type::now();
 	}
-	done_.max_wait = std::max(done_.max_wait, now - start);
+	if (waited) {
+		++done_.lag_waits;
+		done_.max_wait = std::max(done_.max_wait, now - start);
+	}
 	rethrow_error();
 }
 
@@ -101,11 +106,15 @@ void pipeline::enqueue_chunk(range r, const std::byte *bytes, clock_type::time_p
                              std::unique_lock<std::mutex> &lk)
 {
 	std::size_t pos = 0, charge = 0;
-	while (queue_.full() || !staging_.alloc(r.length, &pos, &charge)) {
+	if (queue_.full() || !staging_.alloc(r.length, &pos, &charge)) {
 		// Full: the replicator frees the oldest snapshots as the replicas take them.
-		work_cv_.notify_one();
-		done_cv_.wait(lk);
-		rethrow_error();
+		do {
+			work_cv_.notify_one();
+			done_cv_.wait(lk);
+			rethrow_error();
+		} while (queue_.full() || !staging_.alloc(r.length, &pos, &charge));
+		++done_.room_waits;
+		done_.max_room_wait = std::max(done_.max_room_wait, clock_type::now() - now);
 	}
 	// The caller just persisted the range and does not write it until persist returns.
 	std::memcpy(staging_.base() + pos, bytes, r.length);

@@ -64,7 +64,13 @@ struct progress {
 	std::uint64_t replicated = 0;    // snapshots on the replicas: a prefix of enqueued
 	std::uint64_t batches = 0;       // batches sent
 	std::size_t max_lag_bytes = 0;   // the largest lag_bytes seen
+	std::uint64_t lag_waits = 0;     // persists that waited for the lag bound
 	clock_type::duration max_wait{}; // the longest a persist waited for the lag bound
+	// Persists that waited for room: the staging ring or the queue (max_queued snapshots)
+	// was full, so the replicas took the persists more slowly than they came; and the
+	// longest such wait.
+	std::uint64_t room_waits = 0;
+	clock_type::duration max_room_wait{};
 };
 
 class pipeline

@@ -220,9 +220,10 @@ void remote_writer::log_summary(const char *how)
 	client::log(level,
 	            "asynchronous replication to {}: {}; {} of {} persists replicated in {} "
 	            "batches, lag now {} bytes, at most {} bytes, longest wait for the lag "
-	            "bound {:.1f} ms",
+	            "bound {:.1f} ms; {} persists waited for room (the replica took them more "
+	            "slowly than they came), the longest {:.1f} ms",
 	            rp_->host(), how, p.replicated, p.enqueued, p.batches, p.lag_bytes,
-	            p.max_lag_bytes, ms(p.max_wait));
+	            p.max_lag_bytes, ms(p.max_wait), p.room_waits, ms(p.max_room_wait));
 	lost_said_ = true;
 }
 

@@ -52,6 +52,7 @@ struct rpmem_pool {
 			const auto p = async->status();
 			r.lag_bytes = p.lag_bytes;
 			r.lag_seconds = std::chrono::duration<double>(p.oldest).count();
+			r.throttled = p.lag_waits + p.room_waits;
 		}
 		return r;
 	}

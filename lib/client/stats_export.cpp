@@ -127,6 +127,17 @@ std::string prometheus_text(const std::vector<pool_report> &pools, std::int64_t 
 		           "(RPMEM_REPLICATION=async)"},
 		          one([](const pool_report &p) { return p.lag_seconds.value_or(0.0); }));
 	}
+	std::vector<pool_report> throttled;
+	for (const auto &p : pools)
+		if (p.throttled)
+			throttled.push_back(p);
+	if (!throttled.empty())
+		family_of(
+		    throttled,
+		    {"rpmem_async_throttled_total", "counter",
+		     "Persists that waited because the replica fell behind: the lag bound, or "
+		     "no room to copy them aside (RPMEM_REPLICATION=async)"},
+		    one([](const pool_report &p) { return double(*p.throttled); }));
 	out += fmt::format("# HELP rpmem_stats_timestamp_seconds When this file was written\n"
 	                   "# TYPE rpmem_stats_timestamp_seconds gauge\n"
 	                   "rpmem_stats_timestamp_seconds {}\n",
@@ -174,6 +185,8 @@ std::string json_text(const std::vector<pool_report> &pools, std::int64_t now_un
 		if (p.lag_bytes)
 			j.member("async_lag_bytes", *p.lag_bytes)
 			    .member("async_lag_seconds", p.lag_seconds.value_or(0.0));
+		if (p.throttled)
+			j.member("async_throttled", *p.throttled);
 		j.end_object();
 	}
 	j.end_array().end_object();

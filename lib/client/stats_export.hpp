@@ -39,6 +39,9 @@ struct pool_report {
 	std::int64_t last_persist_unix_ns = 0;  // last successful persist/drain; 0: none yet
 	std::optional<std::uint64_t> lag_bytes; // async only
 	std::optional<double> lag_seconds;      // async only: age of the oldest unreplicated
+	// async only, where known: persists that waited because the replica fell behind (the lag
+	// bound, or no room left to copy them aside)
+	std::optional<std::uint64_t> throttled;
 };
 
 /** The Prometheus text exposition format (version 0.0.4) of the reports. */

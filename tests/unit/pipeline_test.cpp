@@ -10,9 +10,14 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace rpmem::async;
@@ -144,4 +149,84 @@ TEST_CASE("pipeline: a persist that returned before another began is ahead of it
 		REQUIRE(out.seen[k].thread == k % 2);
 	}
 	p.finish();
+}
+
+namespace
+{
+
+/** Holds the replicator in its first send() until opened. */
+class gated_sink final : public sink
+{
+public:
+	void send(const std::vector<piece> &, const staging_ring &) override
+	{
+		std::unique_lock lk(mu_);
+		cv_.wait(lk, [&] { return open_; });
+	}
+	void open()
+	{
+		{
+			std::lock_guard g(mu_);
+			open_ = true;
+		}
+		cv_.notify_all();
+	}
+
+private:
+	std::mutex mu_;
+	std::condition_variable cv_;
+	bool open_ = false;
+};
+
+/** The state letter of thread `tid` of this process (/proc/self/task/TID/stat). */
+char thread_state(pid_t tid)
+{
+	std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
+	std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+	const auto paren = s.rfind(')');
+	return paren != std::string::npos && paren + 2 < s.size() ? s[paren + 2] : '?';
+}
+
+} // namespace
+
+TEST_CASE("pipeline: persists that wait because the replicas fell behind are counted", "[pipeline]")
+{
+	std::vector<std::byte> pool(5u << 20, std::byte{7});
+	bounds b;
+	b.max_lag_bytes = 1 << 20; // the ring is 4 MiB, snapshots at most 1 MiB each
+	SECTION("the lag bound")
+	{
+		recording_sink out;
+		pipeline p(b, out);
+		// 2 MiB queued at once is over the 1 MiB bound: the call waits until it is sent.
+		p.persist({0, 2u << 20}, pool.data());
+		const auto st = p.status();
+		CHECK(st.lag_waits == 1);
+		CHECK(st.room_waits == 0);
+		p.finish();
+	}
+	SECTION("room in the staging ring")
+	{
+		gated_sink out;
+		pipeline p(b, out);
+		// Four 1 MiB snapshots fill the ring while the replicator is held in send().
+		for (std::size_t i = 0; i < 4; ++i)
+			p.snapshot({i << 20, 1u << 20}, pool.data() + (i << 20));
+		CHECK(p.status().room_waits == 0);
+		std::atomic<pid_t> tid{0};
+		std::thread fifth([&] {
+			tid = gettid();
+			p.snapshot({4u << 20, 1u << 20}, pool.data() + (4u << 20));
+		});
+		// Until the fifth snapshot sleeps waiting for room (bounded: the test's timeout).
+		while (tid.load() == 0 || thread_state(tid.load()) != 'S')
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+		out.open();
+		fifth.join();
+		const auto st = p.status();
+		CHECK(st.room_waits == 1);
+		CHECK(st.max_room_wait > clock_type::duration::zero());
+		CHECK(st.lag_waits == 0);
+		p.finish();
+	}
 }

@@ -64,6 +64,7 @@ TEST_CASE("the Prometheus text parses, escaped labels and quantiles included", "
 	async.mode = "async";
 	async.lag_bytes = 4096;
 	async.lag_seconds = 0.25;
+	async.throttled = 3;
 	const auto file = d.path / "m.prom";
 	std::ofstream(file) << prometheus_text({sample_report(), async}, 1'800'000'000'000'000'000);
 	auto s = metrics_samples(file.string());
@@ -79,6 +80,8 @@ TEST_CASE("the Prometheus text parses, escaped labels and quantiles included", "
 	      Approx(2097152e-9));
 	CHECK(sample_value(s.output, "rpmem_async_lag_bytes", "async.set") == 4096);
 	CHECK(sample_value(s.output, "rpmem_async_lag_bytes", "a b.set") == -1);
+	CHECK(sample_value(s.output, "rpmem_async_throttled_total", "async.set") == 3);
+	CHECK(sample_value(s.output, "rpmem_async_throttled_total", "a b.set") == -1);
 	CHECK(sample_value(s.output, "rpmem_stats_timestamp_seconds") == Approx(1.8e9));
 }
 
