@@ -67,8 +67,10 @@ public:
 				for (std::size_t k = from; k < to; ++k)
 					rp_.flush_from(batch[k].src, batch[k].r.offset,
 					               batch[k].r.length, 0);
-				rp_.drain(0, 0);
+				// rpmemd applies this round while the next one is built.
+				rp_.drain_ahead(0);
 			}
+			rp_.complete(0);
 		} catch (...) {
 			failed_ = true;
 			throw;

@@ -223,7 +223,7 @@ template <class Fn> void connection::lead(Fn &&fn)
 		std::rethrow_exception(failure);
 }
 
-void connection::wait(lane_sync &l)
+void connection::wait(lane_sync &l, std::uint32_t until)
 {
 	// The last sign of life: the wait's start, a completion of this lane, or (live.heard)
 	// the daemon's latest keep-alive answer. Silence for op_timeout ends the wait. Keep-alive
@@ -233,17 +233,17 @@ void connection::wait(lane_sync &l)
 	auto alive = std::chrono::steady_clock::now();
 	auto progressed = alive; // the last completion of this lane
 	auto left = l.outstanding.load(std::memory_order_acquire);
-	while (l.outstanding.load(std::memory_order_acquire) != 0) {
+	while (l.outstanding.load(std::memory_order_acquire) > until) {
 		check_broken();
 		auto seen = events_.load(std::memory_order_acquire);
-		if (l.outstanding.load(std::memory_order_acquire) == 0)
+		if (l.outstanding.load(std::memory_order_acquire) <= until)
 			break;
 		if (!cq_mutex_.try_lock()) {
 			events_.wait(seen, std::memory_order_acquire);
 			continue;
 		}
 		lead([&] {
-			while (l.outstanding.load(std::memory_order_acquire) != 0 &&
+			while (l.outstanding.load(std::memory_order_acquire) > until &&
 			       !health_.broken()) {
 				progress(true, &l);
 				auto now = std::chrono::steady_clock::now();
@@ -252,7 +252,7 @@ void connection::wait(lane_sync &l)
 					left = o;
 					alive = progressed = now;
 				}
-				if (o == 0 || now - alive <= live_.op_timeout)
+				if (o <= until || now - alive <= live_.op_timeout)
 					continue;
 				if (live_.heard && now - progressed <= live_.cap())
 					alive = std::max(alive, live_.heard());

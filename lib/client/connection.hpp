@@ -136,9 +136,11 @@ public:
 	template <class Post> void post(Post &&op);
 	/** Takes one of rpmemd's request slots, waiting for a response to free one. */
 	void take_credit();
-	/** Waits until every completion the lane expects has arrived; throws the path's failure,
-	 * or the errno rpmemd (or the provider) reported for one of the lane's operations. */
-	void wait(lane_sync &l);
+	/** Waits until every completion the lane expects has arrived (or, `until` > 0, all but
+	 * the last `until` of them: rpmemd answers a lane's requests in order); throws the
+	 * path's failure, or the errno rpmemd (or the provider) reported for one of the lane's
+	 * operations. */
+	void wait(lane_sync &l, std::uint32_t until = 0);
 	/** Throws the path's failure, if any. */
 	void check_broken() const { health_.check(params_.host); }
 	/** Wakes every thread waiting on this connection (the path failed). */

@@ -43,12 +43,13 @@ struct data_path::impl {
 	void tune();
 	void shutdown();
 
-	/** The lane, after completing a request posted by a split-phase call. */
+	/** The lane, after completing a request posted by a split-phase call or left in flight
+	 *  by drain_ahead(). */
 	lane_state &use(unsigned lane)
 	{
 		auto &l = lanes[lane];
-		if (l.posted) {
-			l.posted = false;
+		if (l.posted || l.ahead) {
+			l.posted = l.ahead = false;
 			l.conn->wait(l.sync);
 		}
 		return l;
@@ -165,7 +166,10 @@ void data_path::impl::register_buffers()
 {
 	pool_mr = std::make_unique<fab::memory_region>(*domain, pool, pool_size,
 	                                               FI_WRITE | FI_READ | FI_SEND);
-	msg_buf.assign(std::size_t(nlanes) * slot_size, 0);
+	// Lane 0 gets a second slot where rpmemd takes a request more than one per lane:
+	// receives beyond the lanes' (queue depth above them), or credits that bound every send.
+	const bool spare = queue_depth != lanes_per_conn;
+	msg_buf.assign((std::size_t(nlanes) + (spare ? 1 : 0)) * slot_size, 0);
 	msg_mr =
 	    std::make_unique<fab::memory_region>(*domain, msg_buf.data(), msg_buf.size(), FI_SEND);
 	raw_buf.assign(nlanes, 0);
@@ -214,6 +218,8 @@ void data_path::impl::make_connections()
 		l.batch = lane_batch(msg_buf.data() + std::size_t(i) * slot_size, payload_max,
 		                     inline_threshold);
 		l.raw = &raw_buf[i];
+		if (i == 0 && msg_buf.size() > std::size_t(nlanes) * slot_size)
+			l.spare_slot = msg_buf.data() + std::size_t(nlanes) * slot_size;
 		if (res.pipeline > 1)
 			l.chunk_msgs = chunk_buf.data() + std::size_t(i) * (res.pipeline - 1) *
 			                                      path_resources::chunk_slot;
@@ -389,7 +395,10 @@ void data_path::flush_from(const void *src, std::uint64_t offset, std::uint64_t 
 		                   fmt::format("{}: flush source [{}, +{}) is not inside the "
 		                               "registered source region",
 		                               d.host, src, length));
-	auto &l = d.use(lane);
+	// Inline bytes join the batch being built while drain_ahead's request is in flight;
+	// anything else waits for it.
+	auto &l = d.lanes[lane].ahead && d.lanes[lane].batch.travels_inline(length) ? d.lanes[lane]
+	                                                                            : d.use(lane);
 	d.method->flush(l, {offset, length}, p, d.src_mr->desc());
 	lane_counters::bump(l.counters.flushes);
 	lane_counters::bump(l.counters.bytes_persisted, length);
@@ -403,6 +412,31 @@ void data_path::drain(unsigned lane)
 void data_path::drain_post(unsigned lane)
 {
 	drain(lane, false);
+}
+
+void data_path::drain_ahead(unsigned lane)
+{
+	auto &d = *impl_;
+	auto &l = d.lanes[lane];
+	if (l.posted)
+		d.use(lane);
+	l.conn->check_broken();
+	if (l.batch.empty())
+		return;
+	// Only a batch of inline ranges, and only with nothing else in flight: an RDMA write
+	// must not land before an earlier request is applied, and a write's completion would
+	// be counted as the request's.
+	if (!l.spare_slot || l.batch.last_written() ||
+	    (!l.ahead && l.sync.outstanding.load(std::memory_order_acquire) != 0)) {
+		drain(lane, false); // as drain_post: the next call on the lane completes it
+		return;
+	}
+	d.method->send_ahead(l);
+	l.ahead = true;
+	lane_counters::bump(l.counters.drains);
+	// The request before this one used the slot the lane builds in next: it must be done.
+	// rpmemd answers a lane's requests in order (one worker per connection).
+	l.conn->wait(l.sync, 1);
 }
 
 void data_path::drain(unsigned lane, bool wait_now)
@@ -422,7 +456,7 @@ void data_path::drain(unsigned lane, bool wait_now)
 void data_path::complete(unsigned lane)
 {
 	auto &l = impl_->lanes[lane];
-	if (l.posted)
+	if (l.posted || l.ahead)
 		impl_->use(lane);
 	else
 		l.conn->check_broken();
@@ -475,6 +509,11 @@ std::size_t data_path::batch_capacity() const
 bool data_path::travels_inline(std::uint64_t length) const
 {
 	return impl_->lanes[0].batch.travels_inline(length);
+}
+
+bool data_path::sends_ahead(unsigned lane) const
+{
+	return lane < impl_->nlanes && impl_->lanes[lane].spare_slot;
 }
 
 void data_path::register_source(const void *addr, std::size_t size)

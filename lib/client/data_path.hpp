@@ -64,8 +64,21 @@ public:
 	// completes a posted request first.
 	void persist_post(std::uint64_t offset, std::uint64_t length, unsigned lane);
 	void drain_post(unsigned lane);
-	/** Waits for what persist_post/drain_post started on the lane; throws its failure. */
+	/** Waits for what persist_post/drain_post/drain_ahead started on the lane; throws its
+	 *  failure. */
 	void complete(unsigned lane);
+	/**
+	 * For a sender that streams rounds on one lane (asynchronous replication): sends the
+	 * lane's pending ranges as one request and returns once at most that request is in
+	 * flight, so the next round is built while rpmemd applies this one; complete() waits for
+	 * it. rpmemd applies a lane's requests in order, so the replica still takes the rounds
+	 * one after the other. Lane 0 only, and only a round of inline ranges where rpmemd takes
+	 * two requests of a lane (sends_ahead); anything else is drain_post(). Any call on the
+	 * lane but an inline flush_from completes the request first.
+	 */
+	void drain_ahead(unsigned lane);
+	/** Whether drain_ahead(lane) can leave a round in flight while the next is built. */
+	bool sends_ahead(unsigned lane) const;
 	void read(void *buf, std::uint64_t offset, std::uint64_t length, unsigned lane);
 
 	/** Counters of one lane, or (lane == nlanes()) of all lanes together. Cheap; may be called

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// One lane of a data path: an ordering domain with one request slot, used by one thread at a
-// time. It travels on one connection (lane l on connection l % connections).
+// One lane of a data path: an ordering domain with one request slot (lane 0: two), used by one
+// thread at a time. It travels on one connection (lane l on connection l % connections).
 #pragma once
 
 #include "client/connection.hpp"
@@ -20,6 +20,10 @@ struct lane_state {
 	std::uint8_t *chunk_msgs = nullptr; // pipeline - 1 small slots for chunk requests
 	std::uint64_t *raw = nullptr;       // target of APM read-backs (registered for FI_READ)
 	bool posted = false;                // a split-phase request is in flight
+	// Lane 0's second request slot (null elsewhere, or where rpmemd takes one request per
+	// lane): drain_ahead() sends the batch and builds the next one here meanwhile.
+	std::uint8_t *spare_slot = nullptr;
+	bool ahead = false; // drain_ahead() left a request in flight
 	lane_counters counters;
 };
 

@@ -37,6 +37,15 @@ void persist_method::send_request(lane_state &l, const ln::request &req, std::si
 	complete(l, wait_now);
 }
 
+void persist_method::send_ahead(lane_state &l)
+{
+	auto *next = l.spare_slot;
+	l.spare_slot = l.batch.slot();
+	send_batch(l, false);
+	l.posted = false; // not a split-phase request: the lane builds on
+	l.batch = lane_batch(next, l.batch.capacity(), l.batch.inline_threshold());
+}
+
 void persist_method::send_batch(lane_state &l, bool wait_now)
 {
 	std::size_t payload = l.batch.payload_bytes();

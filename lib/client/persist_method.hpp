@@ -75,6 +75,11 @@ public:
 	void read(lane_state &l, void *buf, range r, void *desc, bool wait_now);
 	/** Waits for what the lane posted, or (wait_now false) marks it posted. */
 	void complete(lane_state &l, bool wait_now);
+	/** Sends the lane's batch, which carries only inline ranges, as a persist request and
+	 * goes on building the next batch in l.spare_slot (the old slot becomes the spare: the
+	 * caller waits for the request that used it before the next batch is sealed). Every
+	 * method makes an inline batch durable the same way: rpmemd applies and persists it. */
+	void send_ahead(lane_state &l);
 
 protected:
 	/** Sends the lane's batch as one persist request. */

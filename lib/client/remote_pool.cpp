@@ -296,6 +296,12 @@ void remote_pool::drain_post(unsigned lane)
 	data_->drain_post(lane);
 }
 
+void remote_pool::drain_ahead(unsigned lane)
+{
+	check_range("drain", 0, 0, lane, true);
+	data_->drain_ahead(lane);
+}
+
 void remote_pool::complete(unsigned lane)
 {
 	check_range("complete", 0, 0, lane, true);

@@ -82,6 +82,8 @@ public:
 	void persist_post(std::size_t offset, std::size_t length, unsigned lane);
 	void drain_post(unsigned lane);
 	void complete(unsigned lane);
+	/** A round sent while the next is built (data_path::drain_ahead); complete() waits. */
+	void drain_ahead(unsigned lane);
 	/** How ranges fill one lane request (see data_path::batch_cost). */
 	const data_path &lanes() const { return *data_; }
 	/** Snapshots: ranges may be sent from a second registered region (data_path). */

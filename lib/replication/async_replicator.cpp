@@ -37,8 +37,9 @@ void replica_sink::send(const std::vector<async::piece> &batch, const async::sta
 {
 	std::unique_lock g(d_.remote_mu);
 	// Rounds of relaxed flushes that fit one lane request, then a drain, posted to every
-	// replica before waiting on any: one round trip per round, all replicas in parallel. (A
-	// flush that overflowed the request would send it and wait, one replica after the other.)
+	// replica before waiting on any: all replicas in parallel, and each applies a round while
+	// the next is built (drain_ahead). (A flush that overflowed the request would send it and
+	// wait, one replica after the other.)
 	std::vector<const client::data_path *> lanes;
 	for (auto &r : d_.remotes)
 		if (d_.active(r))
@@ -56,10 +57,13 @@ void replica_sink::send(const std::vector<async::piece> &batch, const async::sta
 			    for (std::size_t k = from; k < to; ++k)
 				    r.rp->flush_from(batch[k].src, batch[k].r.offset,
 				                     batch[k].r.length, 0);
-			    r.rp->drain_post(0);
+			    r.rp->drain_ahead(0);
 		    },
-		    [](remote_replica &r) { r.rp->complete(0); });
+		    [](remote_replica &) {});
 	}
+	d_.remote_all(
+	    "asynchronous replication", [](remote_replica &) {},
+	    [](remote_replica &r) { r.rp->complete(0); });
 }
 
 async::bounds bounds_of(const replicated_pool::options &o)

@@ -531,6 +531,72 @@ TEST_CASE("a newer write over older inline bytes of the same batch wins", "[data
 	CHECK(file.substr(2 * big, 6) == std::string(6, '\xdd'));
 }
 
+TEST_CASE("rounds sent ahead land in order, and a write or a read waits for the round in "
+          "flight",
+          "[data][ahead]")
+{
+	// Asynchronous replication streams rounds on lane 0 with drain_ahead: a round goes out
+	// while the next is built. Each round leaves its number in a slot of its own and in one
+	// shared word (inline); every 8th round instead RDMA-writes 64 KiB over the word, which
+	// must not land before the round in flight is applied (that round's older number would
+	// end on top of it); every 16th ends with a read, which must see every round before it.
+	auto [provider, method] = GENERATE(table<std::string, ctl::persist_method>(
+	    {{"tcp", gpspm}, {"tcp", apm}, {"sockets", gpspm}, {"sockets", apm}}));
+	INFO(provider << ", " << ctl::to_string(method));
+	sshd server;
+	replica node(
+	    server,
+	    {.parent = "/dev/shm", .apm = method == apm, .provider = provider, .inline_max = 4096});
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local(8 << 20);
+	auto attr = sample_attr();
+	unsigned nlanes = 1;
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+	                                &nlanes, &attr, node.options());
+	constexpr std::size_t word = 1 << 20, slots = 4 << 20, big = 64 << 10;
+	constexpr std::uint64_t rounds = 400, written = 1u << 30;
+	REQUIRE(pool->lanes().travels_inline(8));
+	REQUIRE_FALSE(pool->lanes().travels_inline(big));
+	REQUIRE(pool->lanes().sends_ahead(0));
+	REQUIRE_FALSE(pool->lanes().sends_ahead(1));
+	// The sender's copies: a word and a slot per round, then the large write's bytes.
+	std::vector<std::uint64_t> source(2 * rounds + big / 8);
+	pool->register_source(source.data(), source.size() * 8);
+	std::uint64_t *large = &source[2 * rounds];
+	auto expect = [](std::uint64_t r) { return r % 8 == 0 ? written + r : r; };
+	for (std::uint64_t r = 1; r <= rounds; ++r) {
+		source[2 * r - 1] = r;
+		if (r % 8 == 0) {
+			std::fill(large, large + big / 8, written + r);
+			pool->flush_from(large, word - big / 2, big, 0);
+		} else {
+			source[2 * r - 2] = r;
+			pool->flush_from(&source[2 * r - 2], word, 8, 0);
+		}
+		pool->flush_from(&source[2 * r - 1], slots + 8 * r, 8, 0);
+		pool->drain_ahead(0);
+		if (r % 16 == 0) {
+			std::uint64_t seen[2] = {0, 0};
+			pool->read(&seen[0], word, 8, 0);
+			pool->read(&seen[1], slots + 8 * r, 8, 0);
+			REQUIRE(seen[0] == expect(r));
+			REQUIRE(seen[1] == r);
+		}
+	}
+	pool->complete(0);
+	CHECK(pool->stats(0).drains >= rounds);
+	pool->close();
+	auto file = slurp(node.part("pool.set"));
+	std::uint64_t last = 0;
+	std::memcpy(&last, file.data() + word, 8);
+	CHECK(last == expect(rounds));
+	for (std::uint64_t r = 1; r <= rounds; ++r) {
+		std::uint64_t v = 0;
+		std::memcpy(&v, file.data() + slots + 8 * r, 8);
+		REQUIRE(v == r);
+	}
+}
+
 namespace
 {
 
