@@ -15,9 +15,12 @@
 #include <random>
 #include <thread>
 
+#include <arpa/inet.h>
 #include <csignal>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 using namespace rpmem::test;
@@ -687,6 +690,38 @@ TEST_CASE("rpmem check: a whole set is consistent, damaged part headers and misl
 		                     " small.set): the replica pool is smaller than the master's"));
 		CHECK(has(small, "remove it (rpmem rm)"));
 		CHECK(!has(small, "repaired:"));
+	}
+	SECTION("an unreachable replica is not checked: exit 2, saying where and why")
+	{
+		// A port bound and not listening: connections to it are refused while we hold it.
+		int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		REQUIRE(fd >= 0);
+		sockaddr_in a{};
+		a.sin_family = AF_INET;
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		socklen_t len = sizeof a;
+		REQUIRE(::bind(fd, reinterpret_cast<sockaddr *>(&a), len) == 0);
+		REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0);
+		const std::string live = s.target();
+		const std::string dead =
+		    live.substr(0, live.rfind(':') + 1) + std::to_string(ntohs(a.sin_port));
+		std::ofstream(set) << fmt::format("PMEMPOOLSET\n32M {}\n32M {}\nREPLICA {} "
+		                                  "remote.set\n",
+		                                  part0.string(), part1.string(), dead);
+		auto r = s.rpmem(check);
+		auto dead_js = s.rpmem("check --json --repair " + set.string());
+		::close(fd);
+		require_status(r, 2, "rpmem check with an unreachable replica");
+		CHECK(has(r, "replica 0 (the master, local): consistent"));
+		CHECK(has(r, "replica 1 (" + dead + " remote.set): not checked:"));
+		CHECK(has(r, "127.0.0.1"));
+		// Said once, with what to check.
+		CHECK(has(r, "127.0.0.1:" + dead.substr(dead.rfind(':') + 1) +
+		                 ": Connection refused: is sshd running there, on this port?\n"));
+		require_status(dead_js, 2,
+		               "rpmem check --json --repair with an unreachable replica");
+		CHECK(json_fields(dead_js, "d['consistent'], d['exit_status'], "
+		                           "d['replicas'][1]['status']") == "False 2 error\n");
 	}
 	SECTION("a pool in use is not checked")
 	{

@@ -274,7 +274,7 @@ replica_report check_remote(const poolset::poolset &ps, const master &m, ring &r
 			return rep; // not repaired: removing a replica is the operator's call
 		}
 		if (e.errnum() != ENOENT) {
-			rep.error = e.what();
+			rep.error = rpmem::describe(e);
 			return rep;
 		}
 		rep.problems.push_back(fmt::format("missing ({})", e.message()));

@@ -572,10 +572,11 @@ int cmd_verify(const replicate_args &a)
 			res = verify_replica(ps, *m, ring, r);
 		} catch (const rpmem::error &e) {
 			if (!a.json)
-				throw failure(fmt::format("{}: {}", replica_name(ps, r), e.what()),
-				              exit_usage);
+				throw failure(
+				    fmt::format("{}: {}", replica_name(ps, r), rpmem::describe(e)),
+				    exit_usage);
 			res.replica = r;
-			res.error = e.what();
+			res.error = rpmem::describe(e);
 			result = exit_usage;
 		}
 		if (!res.in_sync() && result == exit_ok)
