@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <random>
 #include <sys/wait.h>
 #include <thread>
@@ -217,12 +218,13 @@ TEST_CASE("rpmem::pool: create, persist a span, read, reopen with attributes, re
 	CHECK(!fs::exists(node.part("cpp.set")));
 }
 
-TEST_CASE("rpmem::pool::export_stats: rpmem::pool and replicated_pool report to one metrics file, "
-          "each remote replica with its state and lag",
-          "[replication][metrics]")
+namespace
 {
-	// One file per process: this test is the only one in the program that asks for it, and
-	// each of its sections (a run of the body) keeps the first run's file.
+
+/** The process's one metrics file (rpmem::pool::export_stats takes one per process): the
+ *  metrics tests and each of their sections share it. */
+const std::string &metrics_file()
+{
 	static const struct temp {
 		fs::path dir = make_temp_dir("/tmp", "rpmem-export-");
 		~temp()
@@ -231,7 +233,32 @@ TEST_CASE("rpmem::pool::export_stats: rpmem::pool and replicated_pool report to 
 			fs::remove_all(dir, ec);
 		}
 	} kept;
-	const std::string file = (kept.dir / "metrics.prom").string();
+	static const std::string file = (kept.dir / "metrics.prom").string();
+	return file;
+}
+
+/** The metrics file's samples once `ready(samples)` holds (rewritten every 100 ms; a bound
+ *  on waiting for it, not a timing check). */
+template <class Ready> std::string samples_when(Ready ready)
+{
+	process_result r;
+	const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+	do {
+		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+		r = metrics_samples(metrics_file());
+	} while ((r.status != 0 || !ready(r.output)) && std::chrono::steady_clock::now() < give_up);
+	INFO("parsed metrics:\n" << r.output);
+	REQUIRE(r.status == 0);
+	return r.output;
+}
+
+} // namespace
+
+TEST_CASE("rpmem::pool::export_stats: rpmem::pool and replicated_pool report to one metrics file, "
+          "each remote replica with its state and lag",
+          "[replication][metrics]")
+{
+	const std::string &file = metrics_file();
 	auto errno_of = [](auto &&f) {
 		try {
 			f();
@@ -247,20 +274,6 @@ TEST_CASE("rpmem::pool::export_stats: rpmem::pool and replicated_pool report to 
 	CHECK(errno_of([&] { rpmem::pool::export_stats(file + ".other"); }) == EBUSY);
 
 	sshd server;
-	/** The file's samples once `ready(samples)` holds (rewritten every 100 ms; a bound on
-	 *  waiting for it, not a timing check). */
-	auto samples_when = [&](auto ready) {
-		process_result r;
-		const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-		do {
-			std::this_thread::sleep_for(std::chrono::milliseconds(50));
-			r = metrics_samples(file);
-		} while ((r.status != 0 || !ready(r.output)) &&
-		         std::chrono::steady_clock::now() < give_up);
-		INFO("parsed metrics:\n" << r.output);
-		REQUIRE(r.status == 0);
-		return r.output;
-	};
 
 	SECTION("rpmem::pool: operations, errors, last persist; closed at the end")
 	{
@@ -329,6 +342,53 @@ TEST_CASE("rpmem::pool::export_stats: rpmem::pool and replicated_pool report to 
 		CHECK(sample_value(lost, "rpmem_errors_total", "replica=\"1\"") == 0);
 		p.close();
 	}
+}
+
+TEST_CASE("replicated_pool asynchronous: a frozen replica does not stop the metrics reports",
+          "[replication][metrics]")
+{
+	// No keep-alive pings in this process (settings are read once, at the first pool: ctest
+	// runs each test case in a process of its own), so that only the 120 s data-path timeout
+	// below could end the frozen replica's session, long after this test has its answer.
+	::setenv("RPMEM_KEEPALIVE", "0", 1);
+	rpmem::pool::export_stats(metrics_file(), std::chrono::milliseconds(100));
+	sshd server;
+	// The replicator waits on the frozen rpmemd holding the replicas' lock; the report of
+	// that replica must not wait for it (it uses what it saw last). A report that did wait
+	// would come only once the replicator gave up, with the batch dropped from the lag.
+	replicated_setup s(server, 1, {"8M"}, false, "8M");
+	replicated_pool::options o = s.options();
+	o.replication = replicated_pool::mode::asynchronous;
+	o.remote_for = [&](std::size_t index, const std::string &, const std::string &) {
+		auto c = connect_for(s.node_of(index));
+		c.timeout = std::chrono::seconds(120);
+		return c;
+	};
+	auto p = replicated_pool::create(s.path(), o);
+	scribble(p, 21, 50);
+	p.barrier();
+	samples_when([](const std::string &out) {
+		return sample_value(out, "rpmem_pool_up", "remote.set") == 1;
+	});
+	const pid_t daemon = find_rpmemd(s.node(0).dir().string());
+	REQUIRE(daemon > 0);
+	REQUIRE(::kill(daemon, SIGSTOP) == 0);
+	struct resume {
+		pid_t pid;
+		~resume() { ::kill(pid, SIGCONT); }
+	} resume_it{daemon};
+	scribble(p, 22, 50); // queued; the replicator is stuck sending it
+	const double frozen_at =
+	    std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+	        .count();
+	auto later = samples_when([&](const std::string &out) {
+		return sample_value(out, "rpmem_stats_timestamp_seconds") > frozen_at + 0.5;
+	});
+	CHECK(sample_value(later, "rpmem_async_lag_bytes", "remote.set") > 0);
+	CHECK(sample_value(later, "rpmem_pool_info", "state=\"connected\"") == 1);
+	::kill(daemon, SIGCONT);
+	p.barrier();
+	p.close();
 }
 
 TEST_CASE("replicated_pool: two master parts, a local and two remote replicas stay equal",
