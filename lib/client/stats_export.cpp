@@ -2,6 +2,7 @@
 #include "client/stats_export.hpp"
 
 #include "client/json.hpp"
+#include "posix/file.hpp"
 #include "rpmem/error.hpp"
 
 #include <fmt/format.h>
@@ -373,25 +374,9 @@ void stats_exporter::write(const std::vector<pool_report> &extra)
 	const bool json = path_.size() >= 5 && path_.compare(path_.size() - 5, 5, ".json") == 0;
 	const std::string text = json ? json_text(reports, now) : prometheus_text(reports, now);
 	// Atomically: readers (node_exporter) never see half a file.
-	const std::string tmp = fmt::format("{}.{}.tmp", path_, ::getpid());
-	int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	bool ok = fd >= 0;
-	for (std::size_t done = 0; ok && done < text.size();) {
-		auto n = ::write(fd, text.data() + done, text.size() - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		ok = n > 0;
-		done += ok ? static_cast<std::size_t>(n) : 0;
-	}
-	int err = ok ? 0 : errno;
-	if (fd >= 0)
-		::close(fd);
-	if (ok && ::rename(tmp.c_str(), path_.c_str()) != 0) {
-		ok = false;
-		err = errno;
-	}
-	if (!ok) {
-		::unlink(tmp.c_str());
+	const int err =
+	    posix::replace_file(path_, fmt::format("{}.{}.tmp", path_, ::getpid()), text, 0644);
+	if (err) {
 		if (!warned_) // once: a metrics file must not flood the application's stderr
 			std::fprintf(
 			    stderr,

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "control/session_record.hpp"
 
+#include "posix/file.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,16 +24,6 @@ namespace
 {
 
 /** Closes an fd at scope exit. */
-struct fd_holder {
-	int fd;
-	~fd_holder()
-	{
-		if (fd >= 0)
-			::close(fd);
-	}
-	int get() const { return fd; }
-};
-
 constexpr std::string_view magic = "rpmemd-session 1";
 
 std::string one_line(std::string s)
@@ -167,7 +159,7 @@ std::optional<std::string> untrusted_dir(const std::string &dir)
  *  not through a symbolic link, bounded. */
 std::optional<std::string> read_record(const std::string &path)
 {
-	fd_holder fd{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)};
+	posix::unique_fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
 	struct stat st {
 	};
 	if (fd.get() < 0 || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
@@ -244,19 +236,8 @@ std::optional<std::string> session_file::publish(const std::string &dir, const s
 	if (auto why = untrusted_dir(dir))
 		return why;
 	const std::string path = fmt::format("{}/{}.session", dir, r.pid);
-	const std::string tmp = path + ".tmp";
-	int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return fmt::format("cannot write {}: {}", tmp, std::strerror(errno));
-	const std::string text = encode(r);
-	const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-	const int e = errno;
-	::close(fd);
-	if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-		const int why = ok ? errno : e;
-		::unlink(tmp.c_str());
-		return fmt::format("cannot write {}: {}", path, std::strerror(why));
-	}
+	if (int e = posix::replace_file(path, path + ".tmp", encode(r), 0600, O_NOFOLLOW))
+		return fmt::format("cannot write {}: {}", path, std::strerror(e));
 	path_ = path;
 	return std::nullopt;
 }

@@ -102,29 +102,6 @@ bool map_part(void *addr, const map_source &src, bool try_sync)
 
 } // namespace
 
-unique_fd &unique_fd::operator=(unique_fd &&o) noexcept
-{
-	if (this != &o) {
-		if (fd_ >= 0)
-			close(fd_);
-		fd_ = o.release();
-	}
-	return *this;
-}
-
-unique_fd::~unique_fd()
-{
-	if (fd_ >= 0)
-		close(fd_);
-}
-
-int unique_fd::release() noexcept
-{
-	int fd = fd_;
-	fd_ = -1;
-	return fd;
-}
-
 std::string system_failure(int e, std::string_view what, std::string_view todo)
 {
 	if (todo.empty())

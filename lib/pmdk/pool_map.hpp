@@ -4,6 +4,7 @@
 #pragma once
 
 #include "pmdk/pool_header.hpp"
+#include "posix/file.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -15,24 +16,7 @@
 namespace rpmem::pmdk
 {
 
-/** Owns a file descriptor; closing it also drops the flock held on it. */
-class unique_fd
-{
-public:
-	unique_fd() = default;
-	explicit unique_fd(int fd) noexcept : fd_(fd) {}
-	unique_fd(unique_fd &&o) noexcept : fd_(o.release()) {}
-	unique_fd &operator=(unique_fd &&o) noexcept;
-	unique_fd(const unique_fd &) = delete;
-	unique_fd &operator=(const unique_fd &) = delete;
-	~unique_fd();
-
-	int get() const noexcept { return fd_; }
-	int release() noexcept;
-
-private:
-	int fd_ = -1;
-};
+using posix::unique_fd;
 
 class mapped_range;
 
