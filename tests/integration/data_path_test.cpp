@@ -541,18 +541,21 @@ TEST_CASE("rounds sent ahead land in order, and a write or a read waits for the 
 	// must not land before the round in flight is applied (that round's older number would
 	// end on top of it); every 16th ends with a read, which must see every round before it.
 	auto [provider, method] = GENERATE(table<std::string, ctl::persist_method>(
-	    {{"tcp", gpspm}, {"tcp", apm}, {"sockets", gpspm}, {"sockets", apm}}));
+	    {{"tcp", gpspm}, {"tcp", apm}, {"tcp", commit}, {"sockets", gpspm}, {"sockets", apm}}));
 	INFO(provider << ", " << ctl::to_string(method));
 	sshd server;
-	replica node(
-	    server,
-	    {.parent = "/dev/shm", .apm = method == apm, .provider = provider, .inline_max = 4096});
+	replica node(server, {.parent = "/dev/shm",
+	                      .apm = method == apm,
+	                      .commit = method == commit,
+	                      .provider = provider,
+	                      .inline_max = 4096});
 	node.write_poolset("pool.set", {"8M"});
 	local_pool local(8 << 20);
 	auto attr = sample_attr();
 	unsigned nlanes = 1;
 	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
 	                                &nlanes, &attr, node.options());
+	REQUIRE(pool->method() == method);
 	constexpr std::size_t word = 1 << 20, slots = 4 << 20, big = 64 << 10;
 	constexpr std::uint64_t rounds = 400, written = 1u << 30;
 	REQUIRE(pool->lanes().travels_inline(8));
