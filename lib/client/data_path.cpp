@@ -74,6 +74,10 @@ struct data_path::impl {
 	// queue depth, lowered to what this side's provider takes (granted::posted_recv_limit).
 	std::uint32_t queue_depth = 0;
 	std::uint32_t lanes_per_conn = 0;
+	// Lane 0 gets a second request slot (drain_ahead) where rpmemd takes a request more than
+	// one per lane: receives beyond the lanes' (queue depth above them), or credits that
+	// bound every send.
+	bool lane0_spare = false;
 	bool local_mr = false;
 	path_resources res;
 
@@ -166,10 +170,8 @@ void data_path::impl::register_buffers()
 {
 	pool_mr = std::make_unique<fab::memory_region>(*domain, pool, pool_size,
 	                                               FI_WRITE | FI_READ | FI_SEND);
-	// Lane 0 gets a second slot where rpmemd takes a request more than one per lane:
-	// receives beyond the lanes' (queue depth above them), or credits that bound every send.
-	const bool spare = queue_depth != lanes_per_conn;
-	msg_buf.assign((std::size_t(nlanes) + (spare ? 1 : 0)) * slot_size, 0);
+	lane0_spare = queue_depth != lanes_per_conn;
+	msg_buf.assign((std::size_t(nlanes) + (lane0_spare ? 1 : 0)) * slot_size, 0);
 	msg_mr =
 	    std::make_unique<fab::memory_region>(*domain, msg_buf.data(), msg_buf.size(), FI_SEND);
 	raw_buf.assign(nlanes, 0);
@@ -218,7 +220,7 @@ void data_path::impl::make_connections()
 		l.batch = lane_batch(msg_buf.data() + std::size_t(i) * slot_size, payload_max,
 		                     inline_threshold);
 		l.raw = &raw_buf[i];
-		if (i == 0 && msg_buf.size() > std::size_t(nlanes) * slot_size)
+		if (i == 0 && lane0_spare)
 			l.spare_slot = msg_buf.data() + std::size_t(nlanes) * slot_size;
 		if (res.pipeline > 1)
 			l.chunk_msgs = chunk_buf.data() + std::size_t(i) * (res.pipeline - 1) *

@@ -51,6 +51,20 @@ void scribble(std::uint8_t *p, std::size_t n, std::mt19937_64 &rng)
 		p[i] = static_cast<std::uint8_t>(rng());
 }
 
+/** A pool set `size` large on `node` and a remote pool of it over `local` with `nlanes` lanes
+ *  asked for (granted: *nlanes, when given). */
+std::unique_ptr<remote_pool> create_pool(replica &node, local_pool &local, const std::string &size,
+                                         unsigned lanes, unsigned *granted = nullptr)
+{
+	node.write_poolset("pool.set", {size});
+	auto attr = sample_attr();
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+	                                &lanes, &attr, node.options());
+	if (granted)
+		*granted = lanes;
+	return pool;
+}
+
 /** Each thread owns a slice of the pool and lanes t, t+T, ...; every op completes before the
  * next, so the final content is defined whatever lane carried it. */
 void stress(remote_pool &pool, local_pool &local, unsigned threads, unsigned ops)
@@ -281,12 +295,8 @@ TEST_CASE("APM: far more announced writes between two drains than rpmemd's CQ ho
 	sshd server;
 	replica node(server,
 	             {.parent = "/dev/shm", .apm = true, .provider = "tcp", .inline_max = 0});
-	node.write_poolset("pool.set", {"72M"});
 	local_pool local(pool_size);
-	auto attr = sample_attr();
-	unsigned nlanes = 1;
-	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, node.options());
+	auto pool = create_pool(node, local, "72M", 1);
 	REQUIRE(pool->method() == apm);
 	REQUIRE_FALSE(pool->lanes().travels_inline(64));
 	constexpr std::size_t writes = 3000;
@@ -452,12 +462,9 @@ TEST_CASE("1024 lanes keep rpmemd's threads and connections few", "[data][lanes]
 	INFO("provider " << provider);
 	sshd server;
 	replica node(server, {.provider = provider});
-	node.write_poolset("pool.set", {"8M"});
 	local_pool local(8 << 20);
-	auto attr = sample_attr();
-	unsigned nlanes = 1024;
-	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, node.options());
+	unsigned nlanes = 0;
+	auto pool = create_pool(node, local, "8M", 1024, &nlanes);
 	CHECK(nlanes == 1024);
 	// Use every lane from several threads at once.
 	std::vector<std::thread> ts;
@@ -507,12 +514,8 @@ TEST_CASE("a newer write over older inline bytes of the same batch wins", "[data
 	sshd server;
 	replica node(server,
 	             {.inline_max = 4096}); // the 6-byte ranges inline, whatever is measured
-	node.write_poolset("pool.set", {"8M"});
 	local_pool local(8 << 20);
-	auto attr = sample_attr();
-	unsigned nlanes = 1;
-	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, node.options());
+	auto pool = create_pool(node, local, "8M", 1);
 	REQUIRE(pool->lanes().travels_inline(6));
 	constexpr std::size_t x = 100000, big = 300000;
 	std::memset(local.data() + x, 0xaa, 6);
@@ -549,12 +552,8 @@ TEST_CASE("rounds sent ahead land in order, and a write or a read waits for the 
 	                      .commit = method == commit,
 	                      .provider = provider,
 	                      .inline_max = 4096});
-	node.write_poolset("pool.set", {"8M"});
 	local_pool local(8 << 20);
-	auto attr = sample_attr();
-	unsigned nlanes = 1;
-	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
-	                                &nlanes, &attr, node.options());
+	auto pool = create_pool(node, local, "8M", 1);
 	REQUIRE(pool->method() == method);
 	constexpr std::size_t word = 1 << 20, slots = 4 << 20, big = 64 << 10;
 	constexpr std::uint64_t rounds = 400, written = 1u << 30;
