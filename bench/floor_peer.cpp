@@ -217,7 +217,9 @@ int main(int argc, char **argv)
 	try {
 		app.parse(argc, argv);
 	} catch (const CLI::ParseError &e) {
-		std::printf("RPMEM-FLOOR-ERROR bad arguments: %s\n", e.what());
+		// --help is a "parse error" with exit code 0: only a real one is reported.
+		if (e.get_exit_code() != 0)
+			std::printf("RPMEM-FLOOR-ERROR bad arguments: %s\n", e.what());
 		return app.exit(e);
 	}
 	try {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -27,8 +28,7 @@ struct pool_stats {
 	 *  2^(b+1)), the last one open-ended (rpmemd's execution times use the same rule). */
 	static constexpr std::size_t latency_bucket(std::uint64_t ns) noexcept
 	{
-		const std::size_t b =
-		    ns < 2 ? 0 : static_cast<std::size_t>(63 - __builtin_clzll(ns));
+		const std::size_t b = ns < 2 ? 0 : static_cast<std::size_t>(std::bit_width(ns) - 1);
 		return b < std::tuple_size_v<decltype(latency_ns_log2)> - 1
 		           ? b
 		           : std::tuple_size_v<decltype(latency_ns_log2)> - 1;

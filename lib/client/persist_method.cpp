@@ -22,7 +22,7 @@ void persist_method::complete(lane_state &l, bool wait_now)
 }
 
 void persist_method::send_request(lane_state &l, const ln::request &req, std::size_t payload,
-                                  bool wait_now)
+                                  then t)
 {
 	auto &c = *l.conn;
 	c.take_credit();
@@ -34,25 +34,24 @@ void persist_method::send_request(lane_state &l, const ln::request &req, std::si
 		return c.ep().send(l.batch.slot(), ln::request_header_size + payload, res_.msg_desc,
 		                   &l.sync.ctx);
 	});
-	complete(l, wait_now);
+	if (t != then::build_on)
+		complete(l, t == then::wait);
 }
 
 void persist_method::send_ahead(lane_state &l)
 {
 	auto *next = l.spare_slot;
 	l.spare_slot = l.batch.slot();
-	send_batch(l, false);
-	l.posted = false; // not a split-phase request: the lane builds on
+	send_batch(l, then::build_on);
 	l.batch = lane_batch(next, l.batch.capacity(), l.batch.inline_threshold());
 }
 
-void persist_method::send_batch(lane_state &l, bool wait_now)
+void persist_method::send_batch(lane_state &l, then t)
 {
 	std::size_t payload = l.batch.payload_bytes();
 	std::uint64_t entries = l.batch.entries();
 	l.batch.clear();
-	send_request(l, {ln::op::persist, l.index, 0, entries, l.sync.next_cookie()}, payload,
-	             wait_now);
+	send_request(l, {ln::op::persist, l.index, 0, entries, l.sync.next_cookie()}, payload, t);
 }
 
 void persist_method::stage_inline(lane_state &l, range r, const std::uint8_t *src)
@@ -134,7 +133,7 @@ void persist_method::deep_persist(lane_state &l, range r)
 	}
 	// Only the header is sent: a batch of relaxed flushes behind it in the slot stays intact.
 	send_request(l, {ln::op::deep_persist, l.index, r.offset, r.length, l.sync.next_cookie()},
-	             0, true);
+	             0, then::wait);
 }
 
 void persist_method::read(lane_state &l, void *buf, range r, void *desc, bool wait_now)

@@ -82,13 +82,25 @@ public:
 	void send_ahead(lane_state &l);
 
 protected:
+	/** What the sender of a request does once it is posted. */
+	enum class then {
+		wait,        // waits for it (a blocking call)
+		mark_posted, // leaves the wait to complete() (a *_post call)
+		build_on,    // neither: the lane builds its next batch while it is in flight
+	};
+	static then wait_or_post(bool wait_now)
+	{
+		return wait_now ? then::wait : then::mark_posted;
+	}
+
 	/** Sends the lane's batch as one persist request. */
-	void send_batch(lane_state &l, bool wait_now);
+	void send_batch(lane_state &l, bool wait_now) { send_batch(l, wait_or_post(wait_now)); }
+	void send_batch(lane_state &l, then t);
 	/** Adds a range with its bytes, sending the batch first when it is full. */
 	void stage_inline(lane_state &l, range r, const std::uint8_t *src);
 	/** Sends the request header req (and `payload` bytes already behind it in the slot). */
 	void send_request(lane_state &l, const rpmem::lane::request &req, std::size_t payload,
-	                  bool wait_now);
+	                  then t);
 	/** RDMA-writes [r) from src; flags with FI_COMPLETION: signalled (the lane then waits for
 	 * it), else unsignalled (fi_writemsg with these flags, or fi_write for none). */
 	void write(lane_state &l, range r, const std::uint8_t *src, void *desc,

@@ -146,3 +146,18 @@ TEST_CASE("a metrics file that cannot be written is said once on stderr, naming 
 	CHECK(err.find("cannot write", err.find("cannot write") + 1) == std::string::npos); // once
 	CHECK(!fs::exists(file.parent_path()));
 }
+
+TEST_CASE("a latency counts in the power-of-two bucket it falls in, the last one open-ended",
+          "[stats]")
+{
+	using rpmem::pool_stats;
+	CHECK(pool_stats::latency_bucket(0) == 0);
+	CHECK(pool_stats::latency_bucket(1) == 0);
+	CHECK(pool_stats::latency_bucket(2) == 1);
+	CHECK(pool_stats::latency_bucket(3) == 1);
+	CHECK(pool_stats::latency_bucket(1023) == 9);
+	CHECK(pool_stats::latency_bucket(1024) == 10);
+	CHECK(pool_stats::latency_bucket((std::uint64_t(1) << 39) - 1) == 38);
+	CHECK(pool_stats::latency_bucket(std::uint64_t(1) << 39) == 39);
+	CHECK(pool_stats::latency_bucket(~std::uint64_t(0)) == 39);
+}
