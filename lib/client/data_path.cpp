@@ -153,7 +153,7 @@ void data_path::impl::open_domain()
 
 	res.max_msg = std::max<std::size_t>(g.max_msg_size, 4096);
 	res.send_after_write = g.send_after_write();
-	res.announce_writes = g.remote_cq_data_free();
+	res.announce_writes = g.announce_writes_pays();
 	res.remote = {fabric.raddr, fabric.rkey};
 	res.pipeline_chunk = cfg.pipeline_chunk;
 	// A daemon that takes several requests per lane lets large persists be pipelined

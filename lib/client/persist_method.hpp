@@ -37,9 +37,9 @@ struct path_resources {
 	std::size_t max_msg = 0;    // the largest single transfer
 	bool send_after_write = true;
 	// RDMA writes rpmemd sends no response for (commit, APM) carry remote CQ data where that
-	// costs no receive (granted::remote_cq_data_free): rpmemd's workers, which make the
-	// provider progress them (tcp), then see them and keep polling for what follows (the
-	// next write, APM's read) instead of sleeping through it.
+	// costs no receive and rpmemd's workers make the provider progress them (tcp; see
+	// granted::announce_writes_pays): the workers then see them and keep polling for what
+	// follows (the next write, APM's read) instead of sleeping through it.
 	bool announce_writes = false;
 	std::uint32_t pipeline = 1; // requests one lane may have in flight
 	std::uint64_t pipeline_chunk = 0;

@@ -76,6 +76,7 @@ granted read_granted(const fi_info &info)
 	g.mode = info.mode;
 	g.addr_format = info.addr_format;
 	g.rma_pmem = (info.caps & FI_RMA_PMEM) != 0;
+	g.progress_thread = g.provider == "sockets";
 	if (const fi_domain_attr *d = info.domain_attr) {
 		g.domain_name = d->name ? d->name : "";
 		g.mr_mode_granted = d->mr_mode;
@@ -102,14 +103,14 @@ std::string granted::describe() const
 {
 	return fmt::format("{} fabric {} domain {}: mr_mode {} msg_order {} rma_pmem {} "
 	                   "context {} max_msg {} inject {} tx {} rx {} tx_ctx {} rx_ctx {} "
-	                   "cq_cnt {} ep_cnt {} addr_format {}",
+	                   "cq_cnt {} ep_cnt {} addr_format {} progress {} cq_data {}",
 	                   provider, fabric_name, domain_name,
 	                   mr_mode == mr_mode_granted
 	                       ? mr_mode_names(mr_mode)
 	                       : mr_mode_names(mr_mode_granted) + " = " + mr_mode_names(mr_mode),
 	                   order_names(msg_order), rma_pmem, needs_context(), max_msg_size,
 	                   inject_size, tx_size, rx_size, tx_ctx_cnt, rx_ctx_cnt, cq_cnt, ep_cnt,
-	                   addr_format);
+	                   addr_format, progress_thread ? "thread" : "in calls", cq_data_size);
 }
 
 } // namespace rpmem::fabric

@@ -379,6 +379,11 @@ TEST_CASE("fabric: write, send and read over a connected endpoint", "[fabric][da
 	INFO(provider << " client granted: " << c.domain.granted().describe());
 	CHECK(g.provider == provider);
 	CHECK(c.domain.granted().provider == provider);
+	// APM and commit writes carry remote CQ data on tcp, whose transfers move only while
+	// rpmemd's workers call into it, and not on sockets, which progresses them on a thread
+	// of its own (the data path follows announce_writes_pays, measured in its comment).
+	CHECK(g.progress_thread == (provider == "sockets"));
+	CHECK(g.announce_writes_pays() == (provider == "tcp"));
 	if (mr == fab::mr_mode::basic) {
 		CHECK(g.mr_mode_granted == FI_MR_BASIC);
 		CHECK(g.virt_addr());
