@@ -10,6 +10,7 @@
 #include "rpmem/error.hpp"
 #include "support/child.hpp"
 #include "support/netns.hpp"
+#include "support/proc_state.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -175,11 +176,9 @@ bool wait_stopped(pid_t pid)
 		std::error_code ec;
 		for (const auto &e : std::filesystem::directory_iterator(
 		         "/proc/" + std::to_string(pid) + "/task", ec)) {
-			const auto stat = slurp(e.path() / "stat");
-			const auto close = stat.rfind(')');
+			const char state = rpmem::test::proc_state(e.path() / "stat");
 			any = true;
-			if (close == std::string::npos || close + 2 >= stat.size() ||
-			    (stat[close + 2] != 'T' && stat[close + 2] != 't'))
+			if (state != 'T' && state != 't')
 				all = false;
 		}
 		if (any && all)

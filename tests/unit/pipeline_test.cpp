@@ -7,13 +7,13 @@
 // makes outside the lock is published before the sink reads it. No fabric.
 #include "async/pipeline.hpp"
 
+#include "../support/proc_state.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -178,15 +178,6 @@ private:
 	bool open_ = false;
 };
 
-/** The state letter of thread `tid` of this process (/proc/self/task/TID/stat). */
-char thread_state(pid_t tid)
-{
-	std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
-	std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-	const auto paren = s.rfind(')');
-	return paren != std::string::npos && paren + 2 < s.size() ? s[paren + 2] : '?';
-}
-
 } // namespace
 
 TEST_CASE("pipeline: persists that wait because the replicas fell behind are counted", "[pipeline]")
@@ -219,7 +210,7 @@ TEST_CASE("pipeline: persists that wait because the replicas fell behind are cou
 			p.snapshot({4u << 20, 1u << 20}, pool.data() + (4u << 20));
 		});
 		// Until the fifth snapshot sleeps waiting for room (bounded: the test's timeout).
-		while (tid.load() == 0 || thread_state(tid.load()) != 'S')
+		while (tid.load() == 0 || rpmem::test::thread_state(::getpid(), tid.load()) != 'S')
 			std::this_thread::sleep_for(std::chrono::milliseconds(1));
 		out.open();
 		fifth.join();
