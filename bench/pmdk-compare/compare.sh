@@ -26,11 +26,11 @@ with_lib() {
   local lib=$1 prov=$2 args=$3; shift 3
   if [ "$lib" = pmdk ]; then
     env LD_LIBRARY_PATH=$P/nondebug RPMEM_ENABLE_SOCKETS=1 RPMEM_ENABLE_VERBS=0 \
-      RPMEM_CMD="PMEM_IS_PMEM_FORCE=1 LD_LIBRARY_PATH=$P/nondebug $P/tools/rpmemd/rpmemd --poolset-dir=$rem --log-file=$rem/rpmemd.log $args" \
+      RPMEM_CMD="PMEM_IS_PMEM_FORCE=1 ${RPMEMD_ENV:-} LD_LIBRARY_PATH=$P/nondebug $P/tools/rpmemd/rpmemd --poolset-dir=$rem --log-file=$rem/rpmemd.log $args" \
       "$@"
   else
     env LD_LIBRARY_PATH=$R/lib:$P/nondebug RPMEM_PROVIDER=$prov \
-      RPMEM_CMD="PMEM_IS_PMEM_FORCE=1 $R/bin/rpmemd --poolset-dir=$rem --log-file=$rem/rpmemd.log $args ${RPMEMD_X:-}" \
+      RPMEM_CMD="PMEM_IS_PMEM_FORCE=1 ${RPMEMD_ENV:-} $R/bin/rpmemd --poolset-dir=$rem --log-file=$rem/rpmemd.log $args ${RPMEMD_X:-}" \
       "$@"
   fi
 }
@@ -45,6 +45,6 @@ close() { # lib provider reps
   local lib=$1 prov=$2 reps=$3
   rm -f $rem/*
   printf 'PMEMPOOLSET\n40M %s/c.part\n' $rem > $rem/c.set
-  with_lib "$lib" "$prov" "" "${CLOSE_TIME:-/tmp/pmdk-cmp/close_time}" $T c.set $rem/c.part "$reps"
+  with_lib "$lib" "$prov" "" ${CLOSE_WRAP:-} "${CLOSE_TIME:-/tmp/pmdk-cmp/close_time}" $T c.set $rem/c.part "$reps"
 }
 "$@"
