@@ -54,7 +54,9 @@ calibration calibrate(persist_method &m, lane_state &l, std::uint64_t at, const 
 	calibration c;
 	c.small = {small, least(times[0][0]), least(times[0][1])};
 	c.large = {large, least(times[1][0]), least(times[1][1])};
-	c.inline_threshold = inline_crossover(c.small, c.large);
+	c.inline_threshold = inline_crossover(
+	    c.small, c.large,
+	    m.kind() == control::persist_method::gpspm ? tie_goes::inline_ : tie_goes::rdma);
 	c.round_trip = std::chrono::nanoseconds(
 	    static_cast<std::int64_t>(std::min(c.small.inline_us, c.small.rma_us) * 1000));
 	return c;

@@ -70,15 +70,18 @@ chunk_plan plan_chunks(std::uint64_t length, std::uint32_t pipeline, std::uint64
 	return p;
 }
 
-std::uint64_t inline_crossover(const path_costs &small, const path_costs &large)
+std::uint64_t inline_crossover(const path_costs &small, const path_costs &large, tie_goes tie)
 {
-	// Inline saves an operation: a difference within 5 % of the RDMA way counts as a tie.
-	const double d_small = small.inline_us - small.rma_us * 1.05;
-	const double d_large = large.inline_us - large.rma_us * 1.05;
-	if (d_large <= 0)
-		return large.size;
+	// Inline is chosen where it costs at most `margin` times the RDMA way.
+	const double margin = tie == tie_goes::inline_ ? 1.05 : 0.95;
+	const double d_small = small.inline_us - small.rma_us * margin;
+	const double d_large = large.inline_us - large.rma_us * margin;
+	// Inline saves a per-operation cost, which shows at the small size first: not cheaper
+	// there means none, whatever the large size measured (seen: sockets probed while busy).
 	if (d_small > 0)
 		return 0;
+	if (d_large <= 0)
+		return large.size;
 	const double span = double(large.size - small.size);
 	const auto at =
 	    small.size + static_cast<std::uint64_t>(span * -d_small / (d_large - d_small));

@@ -97,13 +97,20 @@ struct path_costs {
 	double rma_us = 0;
 };
 
+/** Which way a measured tie (within 5 %) goes. */
+enum class tie_goes {
+	inline_, // GPSPM: rpmemd's worker takes part either way, and inline is one operation fewer
+	rdma,    // APM, commit: the RDMA way needs no thread of rpmemd, the inline way does
+};
+
 /**
  * The inline threshold two measured sizes suggest (small.size < large.size <= the largest
- * inline range): every range inline when inline is not dearer at the large size, none when it
- * is dearer already at the small size, else where the difference crosses zero, interpolated
- * linearly and rounded down to 8 bytes. Inline within 5 % of the RDMA way counts as cheaper:
- * it is one operation fewer.
+ * inline range): none when inline is not cheaper at the small size, every range inline when
+ * it is cheaper at both, else where the difference crosses zero, interpolated linearly and
+ * rounded down to 8 bytes. A difference within 5 % of the RDMA way is a tie, settled by
+ * `tie`.
  */
-std::uint64_t inline_crossover(const path_costs &small, const path_costs &large);
+std::uint64_t inline_crossover(const path_costs &small, const path_costs &large,
+                               tie_goes tie = tie_goes::inline_);
 
 } // namespace rpmem::client

@@ -173,3 +173,24 @@ TEST_CASE("lane batch: the inline threshold follows the measured costs", "[lane_
 	CHECK(at < 1024);
 	CHECK(at % 8 == 0);
 }
+
+TEST_CASE("lane batch: a measured tie goes the way that spares rpmemd's threads", "[lane_batch]")
+{
+	using rpmem::client::tie_goes;
+	// APM on sockets probed while the machine was busy: both ways 49-50 us. GPSPM keeps the
+	// tie inline (one operation fewer), APM and commit write by RDMA (no daemon thread).
+	const rpmem::client::path_costs small{64, 50.1, 48.3}, large{34800, 57.1, 55.1};
+	CHECK(inline_crossover(small, large, tie_goes::inline_) == 34800);
+	CHECK(inline_crossover(small, large, tie_goes::rdma) == 0);
+	// Dearer inline at 64 B but cheaper at the large size (the same busy probe): none inline,
+	// whichever way ties go.
+	CHECK(inline_crossover({64, 49.9, 48.3}, {34800, 58.2, 62.5}, tie_goes::rdma) == 0);
+	CHECK(inline_crossover({64, 58.7, 48.4}, {34800, 70.6, 76.7}, tie_goes::inline_) == 0);
+	// A clear difference is followed either way.
+	CHECK(inline_crossover({64, 20, 30}, {4096, 25, 31}, tie_goes::rdma) == 4096);
+	CHECK(inline_crossover({64, 38, 29}, {4096, 46, 35}, tie_goes::inline_) == 0);
+	// Inline cheaper by more than 5 % at 64 B only: the crossing lies between the sizes.
+	const auto at = inline_crossover({64, 20, 30}, {4096, 40, 30}, tie_goes::rdma);
+	CHECK(at > 64);
+	CHECK(at < 4096);
+}
