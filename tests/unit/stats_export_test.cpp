@@ -8,10 +8,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -117,6 +119,39 @@ TEST_CASE("the exporter replaces the file whole and writes a removed pool's last
 	for ([[maybe_unused]] const auto &f : fs::directory_iterator(d.path))
 		++n;
 	CHECK(n == 1); // no temporary file left
+}
+
+TEST_CASE("a pool's last report is not overwritten by a write that collected it still open",
+          "[stats]")
+{
+	// The exporter's write collects every open pool's report and then replaces the file. A
+	// pool removed while such a write runs its source must end with its final state in the
+	// file, not with the report that write collected: remove() waits for the source, and its
+	// own write follows the one that called it.
+	temp_dir d;
+	const auto file = d.path / "m.json";
+	stats_exporter e(file.string(), std::chrono::milliseconds(3600000));
+	std::atomic<bool> entered{false};
+	auto id = e.add([&] {
+		entered = true;
+		// Long enough for remove() to be waiting for this call when it returns.
+		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+		return sample_report();
+	});
+	std::thread writer([&] { e.write_now(); });
+	while (!entered)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	auto last = sample_report();
+	last.state = "closed";
+	last.stats.persists = 12;
+	e.remove(id, last);
+	writer.join();
+	auto s = metrics_samples(file.string());
+	INFO(slurp(file) << "\nparsed:\n" << s.output);
+	REQUIRE(s.status == 0);
+	CHECK(s.output.find("} closed\n") != std::string::npos);
+	CHECK(s.output.find("} connected\n") == std::string::npos);
+	CHECK(sample_value(s.output, "rpmem_json_operations_persist") == 12);
 }
 
 TEST_CASE("a metrics file that cannot be written is said once on stderr, naming it and why",
