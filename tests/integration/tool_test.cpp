@@ -410,6 +410,50 @@ TEST_CASE("rpmem sync killed at any point (client or rpmemd) leaves the replica 
 	}
 }
 
+TEST_CASE("rpmem check --repair killed at any point leaves a replica the next check --repair "
+          "brings in line, byte-exact",
+          "[tool][check][fault]")
+{
+	sshd server;
+	setup s(server);
+	const std::string set = s.poolset().string();
+	require_status(run("pmempool create --layout=rpmem-example-06 obj " + set, s.env()), 0,
+	               "pmempool create obj");
+	// A replica marked possibly behind a master whose data changed since: check finds the
+	// mark and --repair resynchronizes the replica (64 MiB of blocks to move).
+	std::uint64_t seed = 100;
+	auto fall_behind = [&] {
+		smear_master(s.local_part(), ++seed);
+		require_status(s.rpmem("attr " + s.target() + " remote.set --compat 0x40000000"), 0,
+		               "rpmem attr (the behind mark)");
+		REQUIRE(marked_behind(s.remote_part()));
+	};
+	fall_behind();
+	const auto t0 = std::chrono::steady_clock::now();
+	require_status(s.rpmem("check --repair " + set), 0, "rpmem check --repair (timed)");
+	const double whole =
+	    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	REQUIRE(pool_data(s.remote_part()) == pool_data(s.local_part()));
+	// Killed after guessed fractions of an uninterrupted repair: before the copy, inside it or
+	// after it. Whatever the kill left, the replica is either still marked or complete, and
+	// the next check --repair finishes it.
+	for (double fraction : {0.1, 0.4, 0.7, 0.95}) {
+		INFO("kill rpmem check --repair after " << fraction * whole << " s of " << whole);
+		fall_behind();
+		run(fmt::format("timeout -s KILL {:.3f} {} check --repair {}", fraction * whole,
+		                tool, set),
+		    s.env());
+		require_rpmemd_gone(s.node());
+		if (!marked_behind(s.remote_part()))
+			CHECK(pool_data(s.remote_part()) == pool_data(s.local_part()));
+		auto again = s.rpmem("check --repair " + set);
+		require_status(again, 0, "rpmem check --repair after the kill");
+		CHECK(!marked_behind(s.remote_part()));
+		REQUIRE(pool_data(s.remote_part()) == pool_data(s.local_part()));
+		require_status(s.rpmem("check " + set), 0, "rpmem check after the repair");
+	}
+}
+
 TEST_CASE("rpmem sync falls back to a whole copy, saying why, where rpmemd does not checksum",
           "[tool][sync]")
 {
