@@ -407,6 +407,11 @@ void control_session::keepalive_loop(std::chrono::milliseconds interval)
 				                 "noticed by the keep-alive ping");
 			}
 			failed_.store(true, std::memory_order_release);
+			// This thread ends now, and may never be joined (an application may exit
+			// with the pool open): its OpenSSL state goes before it leaves the exit
+			// guard, not in its exit handlers, which could race with OpenSSL's own
+			// atexit cleanup.
+			ssh::end_thread();
 			return;
 		}
 		lock.lock();

@@ -2,6 +2,7 @@
 // Setting up a libssh session: OpenSSH config, TCP connect, strict host key check, public-key
 // authentication, exec channel. Each step throws rpmem::error with its own errno.
 #include "ssh/libssh_session.hpp"
+#include "ssh/session.hpp"
 #include "ssh/tcp_connect.hpp"
 
 #include <rpmem/error.hpp>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
+#include <openssl/crypto.h>
 #include <unistd.h>
 
 namespace rpmem::ssh::detail
@@ -276,3 +278,13 @@ void libssh_session::start_command()
 }
 
 } // namespace rpmem::ssh::detail
+
+namespace rpmem::ssh
+{
+
+void end_thread() noexcept
+{
+	OPENSSL_thread_stop();
+}
+
+} // namespace rpmem::ssh

@@ -81,4 +81,14 @@ protected:
 	session &operator=(const session &) = delete;
 };
 
+/**
+ * Releases what the crypto library under libssh (OpenSSL) keeps for the calling thread. A
+ * thread that used sessions and ends without being joined calls it last: otherwise OpenSSL
+ * frees that state in the thread's exit handlers, which may still run while the process's
+ * exit has begun tearing OpenSSL down (seen under TSan: a keep-alive thread ended by a failed
+ * ping, its pool left open by an exiting application). Harmless for threads that made no
+ * session.
+ */
+void end_thread() noexcept;
+
 } // namespace rpmem::ssh
