@@ -68,6 +68,9 @@ public:
 	{
 		return run(fmt::format("{} {} {}", example, what, set.string()), env());
 	}
+	/** pmempool creates the example's libpmemobj pool on poolset() (master and replica);
+	 *  returns the pool set's path. */
+	std::string create_obj_pool() const;
 
 	std::string target() const { return server_.target().str(); }
 	const fs::path &poolset() const { return poolset_; }
@@ -87,6 +90,14 @@ void require_status(const process_result &r, int status, const std::string &what
 {
 	INFO(what << " printed:\n" << r.output);
 	REQUIRE(r.status == status);
+}
+
+std::string setup::create_obj_pool() const
+{
+	const std::string set = poolset().string();
+	require_status(run("pmempool create --layout=rpmem-example-06 obj " + set, env()), 0,
+	               "pmempool create obj");
+	return set;
 }
 
 /** Parses r's output as one JSON object `d` (Python's json module) and prints `fields`
@@ -191,9 +202,7 @@ TEST_CASE("rpmem verify finds differing ranges and rpmem sync repairs them", "[t
 	// A pool libpmemobj created and closed: every byte it persisted went to the replica.
 	// (An application's run leaves run-time state in the master's heap that libpmemobj never
 	// persists or replicates, such as huge-chunk footers: verify skips it, see below.)
-	const std::string set = s.poolset().string();
-	require_status(run("pmempool create --layout=rpmem-example-06 obj " + set, s.env()), 0,
-	               "pmempool create obj");
+	const std::string set = s.create_obj_pool();
 
 	auto clean = s.rpmem("verify " + set);
 	require_status(clean, 0, "rpmem verify of a fresh replica");
@@ -344,9 +353,7 @@ TEST_CASE("rpmem sync killed at any point (client or rpmemd) leaves the replica 
 {
 	sshd server;
 	setup s(server);
-	const std::string set = s.poolset().string();
-	require_status(run("pmempool create --layout=rpmem-example-06 obj " + set, s.env()), 0,
-	               "pmempool create obj");
+	const std::string set = s.create_obj_pool();
 	auto check_outcome = [&](const std::string &before, bool must_be_marked) {
 		require_rpmemd_gone(s.node());
 		const std::string after = pool_data(s.remote_part());
@@ -416,9 +423,7 @@ TEST_CASE("rpmem check --repair killed at any point leaves a replica the next ch
 {
 	sshd server;
 	setup s(server);
-	const std::string set = s.poolset().string();
-	require_status(run("pmempool create --layout=rpmem-example-06 obj " + set, s.env()), 0,
-	               "pmempool create obj");
+	const std::string set = s.create_obj_pool();
 	// A replica marked possibly behind a master whose data changed since: check finds the
 	// mark and --repair resynchronizes the replica (64 MiB of blocks to move).
 	std::uint64_t seed = 100;
@@ -459,9 +464,7 @@ TEST_CASE("rpmem sync falls back to a whole copy, saying why, where rpmemd does 
 {
 	sshd server;
 	setup s(server);
-	const std::string set = s.poolset().string();
-	require_status(run("pmempool create --layout=rpmem-example-06 obj " + set, s.env()), 0,
-	               "pmempool create obj");
+	const std::string set = s.create_obj_pool();
 	auto env = s.env();
 	const auto cmd = env.find("RPMEM_CMD='");
 	REQUIRE(cmd != std::string::npos);
