@@ -164,8 +164,11 @@ target_plan fabric_target::size(const target_params &p, ctl::persist_method meth
 	in.cq_cnt = g.cq_cnt;
 	in.posted_recv_limit = g.posted_recv_limit();
 	in.threads_running = thread_count();
+	// The client's rule (granted::announce_writes_pays), on the same provider: only then do
+	// APM's and commit's writes bring completions too.
 	in.announced_writes =
-	    method == ctl::persist_method::commit || method == ctl::persist_method::apm;
+	    (method == ctl::persist_method::commit || method == ctl::persist_method::apm) &&
+	    g.announce_writes_pays();
 	const target_plan plan = plan_target(in);
 	nendpoints_ = plan.endpoints;
 	nworkers_ = plan.workers;
