@@ -131,6 +131,12 @@ endforeach()
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON) # Depends: from the binaries (dpkg-shlibdeps)
+# ... except libfabric, which the binaries load at their first fabric call instead of linking
+# it (lib/fabric/library.cpp says why): dpkg-shlibdeps cannot see it. CPack adds what
+# dpkg-shlibdeps finds to these.
+set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS "libfabric1")
+set(CPACK_DEBIAN_DAEMON_PACKAGE_DEPENDS "libfabric1")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "libfabric1")
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 # Binaries stripped, their debug symbols in <package>-dbgsym .ddebs (CPack strips them while
 # it extracts the symbols; CPACK_STRIP_FILES would leave it nothing to extract).

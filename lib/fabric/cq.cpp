@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "fabric/cq.hpp"
+#include "fabric/library.hpp"
 
 #include "fabric/error.hpp"
 
@@ -59,7 +60,7 @@ cq_error cq::read_error()
 	char buffer[256] = "";
 	const char *text =
 	    fi_cq_strerror(cq_.get(), entry.prov_errno, entry.err_data, buffer, sizeof buffer);
-	error.text = fmt::format("{} (provider {}: {})", fi_strerror(error.err), provider_,
+	error.text = fmt::format("{} (provider {}: {})", library::strerror(error.err), provider_,
 	                         text != nullptr ? text : buffer);
 	return error;
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "fabric/eq.hpp"
+#include "fabric/library.hpp"
 
 #include "fabric/error.hpp"
 
@@ -120,8 +121,8 @@ eq_event eq::read_error()
 	char buffer[256] = "";
 	const char *text =
 	    fi_eq_strerror(eq_.get(), entry.prov_errno, entry.err_data, buffer, sizeof buffer);
-	event.err_text = fmt::format("{} (provider {}: {})", fi_strerror(event.err), provider_,
-	                             text != nullptr ? text : buffer);
+	event.err_text = fmt::format("{} (provider {}: {})", library::strerror(event.err),
+	                             provider_, text != nullptr ? text : buffer);
 	return event;
 }
 

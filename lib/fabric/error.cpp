@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "fabric/error.hpp"
+#include "fabric/library.hpp"
 
 #include <fmt/format.h>
 #include <rdma/fi_errno.h>
@@ -48,7 +49,7 @@ rpmem::error call_error(int fi_code, std::string_view call, std::string_view pro
 {
 	std::string message =
 	    fmt::format("{} failed (provider {}): {}", call, provider.empty() ? "any" : provider,
-	                fi_strerror(std::abs(fi_code)));
+	                library::strerror(std::abs(fi_code)));
 	if (!advice.empty())
 		message += fmt::format("; {}", advice);
 	else if (to_errno(fi_code) == EMFILE)

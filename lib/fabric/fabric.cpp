@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "fabric/fabric.hpp"
+#include "fabric/library.hpp"
 
 #include "fabric/error.hpp"
 
@@ -8,7 +9,8 @@ namespace rpmem::fabric
 
 fabric_domain::fabric_domain(const info &source) : granted_(source.granted())
 {
-	check(fi_fabric(source->fabric_attr, fabric_.out(), nullptr), "fi_fabric", provider());
+	check(library::open_fabric(source->fabric_attr, fabric_.out(), nullptr), "fi_fabric",
+	      provider());
 	check(fi_domain(fabric_.get(), source.get(), domain_.out(), nullptr), "fi_domain",
 	      provider());
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "fabric/info.hpp"
+#include "fabric/library.hpp"
 
 #include "fabric/error.hpp"
 
@@ -23,13 +24,13 @@ struct wishes {
 constexpr wishes relaxations[] = {{true, true}, {false, true}, {true, false}, {false, false}};
 
 struct info_list_deleter {
-	void operator()(fi_info *i) const noexcept { fi_freeinfo(i); }
+	void operator()(fi_info *i) const noexcept { library::freeinfo(i); }
 };
 using info_list = std::unique_ptr<fi_info, info_list_deleter>;
 
 info_list make_hints(const request &req, wishes w)
 {
-	info_list hints(fi_allocinfo());
+	info_list hints(library::allocinfo());
 	if (!hints)
 		throw rpmem::error(ENOMEM, "fi_allocinfo failed: out of memory");
 	hints->ep_attr->type = FI_EP_MSG;
@@ -63,7 +64,7 @@ info_list make_hints(const request &req, wishes w)
 
 info_list dup_or_throw(const fi_info *source)
 {
-	info_list copy(fi_dupinfo(source));
+	info_list copy(library::dupinfo(source));
 	if (!copy)
 		throw rpmem::error(ENOMEM,
 		                   fmt::format("fi_dupinfo failed (provider {}): out of memory",
@@ -90,7 +91,7 @@ fi_info *pick(fi_info *list, const std::string &provider)
 
 info::~info()
 {
-	fi_freeinfo(info_);
+	library::freeinfo(info_);
 }
 
 info::info(info &&other) noexcept : info_(std::exchange(other.info_, nullptr)) {}
@@ -98,7 +99,7 @@ info::info(info &&other) noexcept : info_(std::exchange(other.info_, nullptr)) {
 info &info::operator=(info &&other) noexcept
 {
 	if (this != &other) {
-		fi_freeinfo(info_);
+		library::freeinfo(info_);
 		info_ = std::exchange(other.info_, nullptr);
 	}
 	return *this;
@@ -113,8 +114,8 @@ info info::query(const std::string &node, const std::string &service, std::uint6
 		fi_info *raw = nullptr;
 		const auto version =
 		    req.mr == mr_mode::automatic ? api_version : legacy_api_version;
-		ret =
-		    fi_getinfo(version, or_null(node), or_null(service), flags, hints.get(), &raw);
+		ret = library::getinfo(version, or_null(node), or_null(service), flags, hints.get(),
+		                       &raw);
 		info_list found(raw);
 		if (ret == -FI_ENODATA)
 			continue;

@@ -6,8 +6,10 @@
 #include "replica_fixture.hpp"
 #include "support/child.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <filesystem>
 #include <thread>
 
 using namespace rpmem::test;
@@ -247,6 +249,44 @@ TEST_CASE("an application that exits with its pool open while rpmemd is frozen s
 	CHECK(said == "exiting with the pool open");
 	CHECK(WIFEXITED(*status));
 	CHECK(WEXITSTATUS(*status) == 0);
+	require_rpmemd_gone(env.node);
+	std::error_code ec;
+	fs::remove_all(dir, ec);
+}
+
+TEST_CASE("loading libfabric leaves the application's signal handlers as they were: its SIGTERM "
+          "handler runs, abort() kills by SIGABRT",
+          "[capi][signals]")
+{
+	// Debian's libfabric1 pulls in libinfinipath, whose constructor makes SIGSEGV, SIGBUS,
+	// SIGILL, SIGABRT, SIGINT and SIGTERM call exit(1) (lib/fabric/library.cpp). The program
+	// sets its handlers before its first pool, as an application opening a REPLICA pool set
+	// through libpmemobj does before libpmemobj loads librpmem.
+	capi_environment env;
+	env.node.write_poolset("signals.set", {"8M"}, "NOHDRS");
+	const auto dir = make_temp_dir("/tmp", "rpmem-signals-");
+	child app({std::string(RPMEM_BINARY_DIR) + "/bin/rpmem_exit_open", env.target(),
+	           "signals.set", "signals"},
+	          {}, (dir / "stderr").string());
+	std::vector<std::string> said;
+	while (auto line = app.read_line(std::chrono::seconds(60)))
+		said.push_back(*line);
+	auto status = app.wait(std::chrono::seconds(60));
+	std::string out;
+	for (const auto &l : said)
+		out += l + "\n";
+	INFO("the program printed:\n" << out << "\nits stderr:\n" << slurp(dir / "stderr"));
+	REQUIRE(status);
+	for (const char *sig :
+	     {"SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGINT", "SIGTERM"})
+		CHECK(std::count(said.begin(), said.end(), fmt::format("{} kept", sig)) == 1);
+	CHECK(std::count(said.begin(), said.end(), "SIGTERM handled") == 1);
+	CHECK(WIFSIGNALED(*status));
+	CHECK((WIFSIGNALED(*status) && WTERMSIG(*status) == SIGABRT));
+	// Where libfabric brings libinfinipath (Debian's libfabric1 does), the test met it.
+	if (fs::exists("/usr/lib/x86_64-linux-gnu/libinfinipath.so.4") ||
+	    fs::exists("/lib/x86_64-linux-gnu/libinfinipath.so.4"))
+		CHECK(std::count(said.begin(), said.end(), "libinfinipath loaded") == 1);
 	require_rpmemd_gone(env.node);
 	std::error_code ec;
 	fs::remove_all(dir, ec);

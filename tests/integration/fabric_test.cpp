@@ -8,6 +8,7 @@
 #include "fabric/eq.hpp"
 #include "fabric/fabric.hpp"
 #include "fabric/info.hpp"
+#include "fabric/library.hpp"
 #include "fabric/mr.hpp"
 #include "fabric/passive_endpoint.hpp"
 #include "fabric/provider.hpp"
@@ -23,6 +24,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <dlfcn.h>
 #include <future>
 #include <map>
 #include <memory>
@@ -276,6 +278,34 @@ template <typename Post> void post(Post &&op)
 }
 
 } // namespace
+
+TEST_CASE("fabric: libfabric is loaded at the first fabric call, at the symbol versions our "
+          "headers were built for",
+          "[fabric][library]")
+{
+	// No rpmem binary links libfabric (lib/fabric/library.cpp says why); a process that
+	// makes no fabric call does not load it. This test binary made none yet, or loads it now.
+	namespace library = rpmem::fabric::library;
+	library::load();
+	void *h = ::dlopen(library::soname, RTLD_NOW | RTLD_NOLOAD);
+	REQUIRE(h != nullptr);
+	// The versions taken are the library's default ones: the ones a link against the
+	// libfabric whose headers we compiled with records. A libfabric with newer defaults
+	// fails here, and library.hpp's table must follow the headers.
+	for (const auto &s : library::symbols) {
+		INFO(s.name << "@" << s.version);
+		void *versioned = ::dlvsym(h, s.name, s.version);
+		CHECK(versioned != nullptr);
+		CHECK(versioned == ::dlsym(h, s.name));
+	}
+	// What an error message says comes from the loaded library.
+	using strerror_fn = const char *(*)(int);
+	auto text = reinterpret_cast<strerror_fn>(::dlvsym(h, "fi_strerror", "FABRIC_1.0"));
+	REQUIRE(text != nullptr);
+	CHECK(std::string(library::strerror(FI_ENODATA)) == text(FI_ENODATA));
+	CHECK(std::string(library::strerror(FI_ENODATA)) != std::to_string(FI_ENODATA));
+	::dlclose(h);
+}
 
 TEST_CASE("fabric: parse_int_flag follows PMDK's strtol rules", "[fabric][env]")
 {

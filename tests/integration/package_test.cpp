@@ -112,7 +112,10 @@ TEST_CASE("CPack builds librpmem1, librpmem-dev, rpmemd and rpmem-tools with Deb
 		CHECK(!has({0, p.field(pkg, "Recommends")}, "openssh-server"));
 	}
 	CHECK(!has({0, p.field("librpmem1", "Description")}, ";"));
-	CHECK(has({0, p.field("librpmem1", "Depends")}, "libfabric1"));
+	// libfabric is loaded at run time (lib/fabric/library.cpp), so dpkg-shlibdeps cannot see
+	// it: the packages that open fabric connections name it themselves.
+	for (auto pkg : {"librpmem1", "rpmemd", "rpmem-tools"})
+		CHECK(has({0, p.field(pkg, "Depends")}, "libfabric1"));
 	CHECK(has({0, p.field("rpmemd", "Depends")}, "libpmem1"));
 
 	CHECK(fs::exists(p.libdir() / "librpmem.so.1"));

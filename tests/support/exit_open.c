@@ -10,18 +10,98 @@
 // for its stdin to close (the test kills rpmemd meanwhile); then persists again and closes,
 // printing "persist <errno>" and "close <errno>" (0: success), and exits 0. A failure the
 // program meets with an open pool is what RPMEM_STATS_FILE must report (capi_test.cpp).
+//
+// exit_open TARGET POOLSET signals: handles SIGTERM and ignores SIGINT, as an application with
+// a clean shutdown may, then creates the pool (the first fabric call loads libfabric). Prints
+// "<signal> kept" or "<signal> replaced by <library>" for each signal whose handler a library
+// might replace, "libinfinipath loaded" if it is in the process, "SIGTERM handled" once its
+// own SIGTERM reached its handler; closes the pool and calls abort().
+#define _GNU_SOURCE
 #include <librpmem.h>
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+static volatile sig_atomic_t terminated;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	terminated = 1;
+}
+
+static int find_infinipath(struct dl_phdr_info *info, size_t size, void *found)
+{
+	(void)size;
+	if (strstr(info->dlpi_name, "libinfinipath"))
+		*(int *)found = 1;
+	return 0;
+}
+
+static const int watched[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGINT, SIGTERM};
+#define NWATCHED (sizeof(watched) / sizeof(watched[0]))
+
+/** The "signals" mode (see the top): returns only if something failed. */
+static int signals_mode(const char *target, const char *poolset, void *mem, size_t size)
+{
+	struct sigaction term = {0}, ign = {0};
+	term.sa_handler = on_term;
+	ign.sa_handler = SIG_IGN;
+	sigaction(SIGTERM, &term, NULL);
+	sigaction(SIGINT, &ign, NULL);
+	struct sigaction before[NWATCHED];
+	for (size_t i = 0; i < NWATCHED; ++i)
+		sigaction(watched[i], NULL, &before[i]);
+	unsigned nlanes = 1;
+	RPMEMpool *pool = rpmem_create(target, poolset, mem, size, &nlanes, NULL);
+	if (!pool) {
+		fprintf(stderr, "rpmem_create: %s\n", rpmem_errormsg());
+		return 2;
+	}
+	if (rpmem_persist(pool, 4096, 4096, 0, 0) != 0) {
+		fprintf(stderr, "rpmem_persist: %s\n", rpmem_errormsg());
+		return 2;
+	}
+	for (size_t i = 0; i < NWATCHED; ++i) {
+		struct sigaction now;
+		sigaction(watched[i], NULL, &now);
+		if (now.sa_handler == before[i].sa_handler) {
+			printf("SIG%s kept\n", sigabbrev_np(watched[i]));
+			continue;
+		}
+		Dl_info where = {0};
+		void *code;
+		memcpy(&code, &now.sa_handler, sizeof(code)); // ISO C has no cast for it
+		dladdr(code, &where);
+		printf("SIG%s replaced by %s\n", sigabbrev_np(watched[i]),
+		       where.dli_fname ? where.dli_fname : "?");
+	}
+	int found = 0;
+	dl_iterate_phdr(find_infinipath, &found);
+	if (found)
+		printf("libinfinipath loaded\n");
+	raise(SIGTERM);
+	if (terminated)
+		printf("SIGTERM handled\n");
+	if (rpmem_close(pool) != 0) {
+		fprintf(stderr, "rpmem_close: %s\n", rpmem_errormsg());
+		return 2;
+	}
+	fflush(stdout);
+	abort();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: exit_open TARGET POOLSET MICROSECONDS|hold|hold-exit\n");
+		fprintf(stderr,
+		        "usage: exit_open TARGET POOLSET MICROSECONDS|hold|hold-exit|signals\n");
 		return 2;
 	}
 	const size_t size = 8 << 20;
@@ -29,6 +109,8 @@ int main(int argc, char **argv)
 	if (!mem)
 		return 2;
 	memset(mem, 0x5a, size);
+	if (strcmp(argv[3], "signals") == 0)
+		return signals_mode(argv[1], argv[2], mem, size);
 	unsigned nlanes = 1;
 	RPMEMpool *pool = rpmem_create(argv[1], argv[2], mem, size, &nlanes, NULL);
 	if (!pool) {

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: BSD-3-Clause
+//
+// Why libfabric is loaded here and not linked: Debian's libfabric1 links the PSM providers'
+// libinfinipath.so.4, whose constructor replaces the handlers of SIGSEGV, SIGBUS, SIGILL,
+// SIGABRT, SIGINT and SIGTERM with one that prints a backtrace, writes a .btr file into the
+// working directory and calls exit(1) from the signal handler. In a process linking
+// libfabric, a crash or abort() then leaves no core dump and exits 1; Ctrl-C and SIGTERM run
+// the atexit handlers from a signal handler; a sanitizer's report of a fault is replaced by
+// that backtrace. Worse, libpmemobj loads librpmem when it opens a pool set with a REPLICA
+// line: the application's own SIGTERM handler (its clean shutdown) would be replaced then.
+//
+// So no rpmem binary has libfabric in its DT_NEEDED list: the first fabric call loads it
+// (dlopen), and the handlers of those signals are put back as they were just before. A
+// process that never opens a remote pool never loads libfabric at all.
+#include "fabric/library.hpp"
+
+#include "rpmem/error.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <dlfcn.h>
+#include <string_view>
+
+namespace rpmem::fabric::library
+{
+namespace
+{
+
+using getinfo_fn = int (*)(std::uint32_t, const char *, const char *, std::uint64_t,
+                           const fi_info *, fi_info **);
+using freeinfo_fn = void (*)(fi_info *);
+using dupinfo_fn = fi_info *(*)(const fi_info *);
+using fabric_fn = int (*)(fi_fabric_attr *, fid_fabric **, void *);
+using strerror_fn = const char *(*)(int);
+
+// open_library takes them by position.
+static_assert(std::string_view(symbols[0].name) == "fi_getinfo" &&
+              std::string_view(symbols[1].name) == "fi_freeinfo" &&
+              std::string_view(symbols[2].name) == "fi_dupinfo" &&
+              std::string_view(symbols[3].name) == "fi_fabric" &&
+              std::string_view(symbols[4].name) == "fi_strerror");
+
+struct table {
+	getinfo_fn getinfo = nullptr;
+	freeinfo_fn freeinfo = nullptr;
+	dupinfo_fn dupinfo = nullptr;
+	fabric_fn fabric = nullptr;
+	strerror_fn strerror = nullptr;
+};
+
+bool same_handler(const struct sigaction &a, const struct sigaction &b)
+{
+	// sa_handler and sa_sigaction share storage; the flags say which one it is.
+	return a.sa_handler == b.sa_handler &&
+	       (a.sa_flags & SA_SIGINFO) == (b.sa_flags & SA_SIGINFO);
+}
+
+template <class Fn> Fn resolve(void *handle, const symbol &s)
+{
+	void *p = ::dlvsym(handle, s.name, s.version);
+	if (!p) {
+		const char *why = ::dlerror();
+		throw rpmem::error(ELIBACC, fmt::format("{} has no {}@{} ({}): rpmem needs "
+		                                        "libfabric 1.5 or later",
+		                                        soname, s.name, s.version,
+		                                        why ? why : "no such symbol"));
+	}
+	return reinterpret_cast<Fn>(p);
+}
+
+table open_library()
+{
+	constexpr std::size_t n = std::size(kept_signals);
+	struct sigaction before[n];
+	for (std::size_t i = 0; i < n; ++i)
+		::sigaction(kept_signals[i], nullptr, &before[i]);
+	::dlerror();
+	void *handle = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+	const char *why = handle ? nullptr : ::dlerror();
+	table t;
+	// Even after a failed dlopen: its dependencies' constructors may have run.
+	for (std::size_t i = 0; i < n; ++i) {
+		struct sigaction now {
+		};
+		::sigaction(kept_signals[i], nullptr, &now);
+		if (!same_handler(now, before[i]))
+			::sigaction(kept_signals[i], &before[i], nullptr);
+	}
+	if (!handle)
+		throw rpmem::error(ELIBACC,
+		                   fmt::format("cannot load {} ({}): install libfabric (Debian: "
+		                               "apt install libfabric1)",
+		                               soname, why ? why : "unknown reason"));
+	t.getinfo = resolve<getinfo_fn>(handle, symbols[0]);
+	t.freeinfo = resolve<freeinfo_fn>(handle, symbols[1]);
+	t.dupinfo = resolve<dupinfo_fn>(handle, symbols[2]);
+	t.fabric = resolve<fabric_fn>(handle, symbols[3]);
+	t.strerror = resolve<strerror_fn>(handle, symbols[4]);
+	return t; // the handle stays open for the life of the process
+}
+
+/** Set once loading succeeded; what freeinfo and strerror read without loading. */
+std::atomic<const table *> loaded{nullptr};
+
+const table &get()
+{
+	// A failed load throws out of the initializer: the next call tries again.
+	static const table t = open_library();
+	loaded.store(&t, std::memory_order_release);
+	return t;
+}
+
+} // namespace
+
+void load()
+{
+	get();
+}
+
+int getinfo(std::uint32_t version, const char *node, const char *service, std::uint64_t flags,
+            const fi_info *hints, fi_info **info)
+{
+	return get().getinfo(version, node, service, flags, hints, info);
+}
+
+void freeinfo(fi_info *info) noexcept
+{
+	// An fi_info exists only if libfabric made it.
+	if (const table *t = loaded.load(std::memory_order_acquire); info && t)
+		t->freeinfo(info);
+}
+
+fi_info *dupinfo(const fi_info *info)
+{
+	return get().dupinfo(info);
+}
+
+int open_fabric(fi_fabric_attr *attr, fid_fabric **fabric, void *context)
+{
+	return get().fabric(attr, fabric, context);
+}
+
+const char *strerror(int fi_code) noexcept
+{
+	if (const table *t = loaded.load(std::memory_order_acquire))
+		return t->strerror(fi_code);
+	return std::strerror(fi_code);
+}
+
+} // namespace rpmem::fabric::library
