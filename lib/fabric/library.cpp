@@ -23,7 +23,9 @@
 #include <csignal>
 #include <cstring>
 #include <dlfcn.h>
+#include <mutex>
 #include <string_view>
+#include <thread>
 
 namespace rpmem::fabric::library
 {
@@ -114,11 +116,44 @@ const table &get()
 	return t;
 }
 
+/** fi_getinfo's first call initializes every provider built into libfabric (Debian's verbs
+ *  provider reads /proc/kallsyms twice there: ~80 ms here). A provider name no provider has
+ *  makes the call do that and nothing else. */
+void init_providers(const table &t)
+{
+	fi_info *hints = t.dupinfo(nullptr);
+	if (!hints)
+		return;
+	hints->fabric_attr->prov_name = ::strdup("rpmem-no-such-provider"); // freed with hints
+	fi_info *found = nullptr;
+	t.getinfo(FI_VERSION(1, 4), nullptr, nullptr, 0, hints, &found);
+	t.freeinfo(found);
+	t.freeinfo(hints);
+}
+
 } // namespace
 
 void load()
 {
 	get();
+}
+
+void load_ahead() noexcept
+{
+	static std::once_flag once;
+	try {
+		std::call_once(once, [] {
+			std::thread([] {
+				try {
+					init_providers(get());
+				} catch (...) {
+					// The first fabric call loads again, and throws it.
+				}
+			}).detach();
+		});
+	} catch (...) {
+		// No thread: the first fabric call loads libfabric itself.
+	}
 }
 
 int getinfo(std::uint32_t version, const char *node, const char *service, std::uint64_t flags,

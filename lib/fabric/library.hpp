@@ -18,6 +18,14 @@ inline constexpr const char *soname = "libfabric.so.1";
  *  saying what to install when it cannot be loaded. Every function below calls it. */
 void load();
 
+/** Starts load() and libfabric's provider initialization on a thread of its own (once per
+ *  process) and returns: for a caller whose first fabric call comes after slower work (the
+ *  client's SSH handshake and rpmemd's answer). Both take ~280 ms on Debian: libfabric1
+ *  brings libinfinipath and libpsm2, whose constructors calibrate a clock by sleeping
+ *  ~100 ms each, and the verbs provider reads /proc/kallsyms twice when initialized. A
+ *  failure is not reported here: the first fabric call loads again and throws it. */
+void load_ahead() noexcept;
+
 int getinfo(std::uint32_t version, const char *node, const char *service, std::uint64_t flags,
             const fi_info *hints, fi_info **info);
 void freeinfo(fi_info *info) noexcept; // nullptr: nothing (and does not load libfabric)
