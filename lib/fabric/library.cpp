@@ -20,7 +20,10 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <mutex>
@@ -138,18 +141,65 @@ void load()
 	get();
 }
 
+namespace
+{
+
+/** Whether load_ahead's thread still runs. Never destroyed: read while the process exits. */
+struct ahead_thread {
+	std::mutex mu;
+	std::condition_variable cv;
+	bool running = false;
+
+	static ahead_thread &get()
+	{
+		static ahead_thread *const t = new ahead_thread();
+		return *t;
+	}
+	void finished()
+	{
+		{
+			std::lock_guard g(mu);
+			running = false;
+		}
+		cv.notify_all();
+	}
+	/** At exit: libfabric's destructor must not run while the thread is still inside
+	 *  libfabric (a program that exits right after a failed open crashed there, 2 runs in
+	 *  8). atexit handlers run before libraries' destructors; loading takes ~300 ms. */
+	static void wait_at_exit()
+	{
+		auto &t = get();
+		std::unique_lock lock(t.mu);
+		t.cv.wait_for(lock, std::chrono::seconds(10), [&] { return !t.running; });
+	}
+};
+
+} // namespace
+
 void load_ahead() noexcept
 {
 	static std::once_flag once;
 	try {
 		std::call_once(once, [] {
-			std::thread([] {
-				try {
-					init_providers(get());
-				} catch (...) {
-					// The first fabric call loads again, and throws it.
-				}
-			}).detach();
+			auto &t = ahead_thread::get();
+			{
+				std::lock_guard g(t.mu);
+				t.running = true;
+			}
+			std::atexit(ahead_thread::wait_at_exit);
+			try {
+				std::thread([] {
+					try {
+						init_providers(get());
+					} catch (...) {
+						// The first fabric call loads again, and throws it.
+					}
+					ahead_thread::get().finished();
+				}).detach();
+			} catch (...) {
+				t.finished();
+				throw;
+			}
 		});
 	} catch (...) {
 		// No thread: the first fabric call loads libfabric itself.

@@ -905,6 +905,34 @@ TEST_CASE("rpmem usage errors and bench", "[tool]")
 	CHECK(has(bench, "rpmem-bench"));
 }
 
+TEST_CASE("rpmem create that fails at once exits with its error, not a crash at exit",
+          "[tool][exit]")
+{
+	// A create refused by the host returns within a millisecond, while libfabric is still
+	// loading on its own thread (fabric::library::load_ahead); exit must wait for it, or
+	// libfabric's destructor runs under it (before it waited: SIGSEGV in 2 runs of 8, and in
+	// 1 of 16).
+	const int port = [] {
+		int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+		sockaddr_in a{};
+		a.sin_family = AF_INET;
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		socklen_t len = sizeof(a);
+		REQUIRE(::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)) == 0);
+		REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0);
+		::close(fd); // nothing listens there now: connections are refused
+		return ntohs(a.sin_port);
+	}();
+	for (int i = 0; i < 24; ++i) {
+		auto r =
+		    run(fmt::format("{} create root@127.0.0.1:{} refused.set -s 8M", tool, port),
+		        "RPMEM_SSH_CONFIG=/dev/null");
+		INFO("run " << i << " printed:\n" << r.output);
+		CHECK(r.status == 1);
+		CHECK(has(r, "Connection refused"));
+	}
+}
+
 TEST_CASE("examples/07-promote.sh: replicate, lose the master, promote, open", "[tool][promote]")
 {
 	sshd server;
