@@ -29,6 +29,7 @@
 #include <mutex>
 #include <string_view>
 #include <thread>
+#include <unistd.h>
 
 namespace rpmem::fabric::library
 {
@@ -149,6 +150,7 @@ struct ahead_thread {
 	std::mutex mu;
 	std::condition_variable cv;
 	bool running = false;
+	std::atomic<pid_t> owner{0}; // the process it runs in (a forked child has no such thread)
 
 	static ahead_thread &get()
 	{
@@ -169,6 +171,8 @@ struct ahead_thread {
 	static void wait_at_exit()
 	{
 		auto &t = get();
+		if (t.owner.load() != ::getpid())
+			return; // a child forked while it ran: the thread is not here
 		std::unique_lock lock(t.mu);
 		t.cv.wait_for(lock, std::chrono::seconds(10), [&] { return !t.running; });
 	}
@@ -185,6 +189,7 @@ void load_ahead() noexcept
 			{
 				std::lock_guard g(t.mu);
 				t.running = true;
+				t.owner.store(::getpid());
 			}
 			std::atexit(ahead_thread::wait_at_exit);
 			try {
