@@ -7,6 +7,7 @@
 #include "client/env.hpp"
 #include "client/lane_map.hpp"
 #include "client/log.hpp"
+#include "fabric/library.hpp"
 #include "lane/lane_msg.hpp"
 #include "rpmem/error.hpp"
 
@@ -46,6 +47,9 @@ void data_path::impl::open_domain()
 	fab::request req;
 	req.provider = fabric.provider;
 	req.mr = cfg.mr_mode;
+	// A libfabric that cannot be loaded is its own error (ELIBACC, what to install), not a
+	// provider that cannot reach rpmemd.
+	fab::library::load();
 	try {
 		source = fab::info::for_connect(fabric.address, fabric.port, req);
 	} catch (const rpmem::error &e) {

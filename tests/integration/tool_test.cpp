@@ -905,6 +905,42 @@ TEST_CASE("rpmem usage errors and bench", "[tool]")
 	CHECK(has(bench, "rpmem-bench"));
 }
 
+TEST_CASE("rpmem without a usable libfabric says what to install, and rpmemd ends",
+          "[tool][library]")
+{
+	// libfabric is loaded at the first fabric call (lib/fabric/library.cpp): one that cannot be
+	// loaded, or lacks the functions rpmem takes, is an error naming the library and the fix.
+	// load_ahead's thread meets the failure first and keeps quiet; the call that needs the
+	// library loads again and reports it. LD_LIBRARY_PATH puts the stand-in first (dlopen
+	// searches it before the cache); rpmemd, started by sshd, keeps the real one.
+	sshd server;
+	setup s(server);
+	const fs::path dir = s.local() / "fake-libfabric";
+	fs::create_directories(dir);
+	const auto try_create = [&](const std::string &desc) {
+		s.node().write_poolset(desc, {"8M"});
+		auto r = run(tool + " create " + s.target() + " " + desc + " -s 8M",
+		             s.env() + fmt::format(" LD_LIBRARY_PATH={}:{}/lib", dir.string(),
+		                                   RPMEM_BINARY_DIR));
+		INFO("rpmem create printed:\n" << r.output);
+		CHECK(r.status == 1);
+		CHECK(!has(r, "cannot reach")); // not taken for a provider that cannot reach rpmemd
+		require_rpmemd_gone(s.node());
+		return r;
+	};
+	// Not a shared library at all: dlopen fails.
+	std::ofstream(dir / "libfabric.so.1") << "not a shared library\n";
+	auto broken = try_create("broken.set");
+	CHECK(has(broken, "cannot load libfabric.so.1 ("));
+	CHECK(has(broken, "install libfabric (Debian: apt install libfabric1)"));
+	// A shared library without libfabric's functions: dlopen succeeds, dlvsym does not.
+	fs::remove(dir / "libfabric.so.1");
+	fs::copy_file(fs::canonical("/lib/x86_64-linux-gnu/libz.so.1"), dir / "libfabric.so.1");
+	auto foreign = try_create("foreign.set");
+	CHECK(has(foreign, "libfabric.so.1 has no fi_getinfo@FABRIC_1.3"));
+	CHECK(has(foreign, "rpmem needs libfabric 1.5 or later"));
+}
+
 TEST_CASE("rpmem create that fails at once exits with its error, not a crash at exit",
           "[tool][exit]")
 {
