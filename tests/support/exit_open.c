@@ -28,6 +28,24 @@
 #include <string.h>
 #include <unistd.h>
 
+/** Creates the remote pool and persists its second page; NULL (the reason printed) if either
+ *  fails. */
+static RPMEMpool *create_and_persist(const char *target, const char *poolset, void *mem,
+                                     size_t size)
+{
+	unsigned nlanes = 1;
+	RPMEMpool *pool = rpmem_create(target, poolset, mem, size, &nlanes, NULL);
+	if (!pool) {
+		fprintf(stderr, "rpmem_create: %s\n", rpmem_errormsg());
+		return NULL;
+	}
+	if (rpmem_persist(pool, 4096, 4096, 0, 0) != 0) {
+		fprintf(stderr, "rpmem_persist: %s\n", rpmem_errormsg());
+		return NULL;
+	}
+	return pool;
+}
+
 static volatile sig_atomic_t terminated;
 
 static void on_term(int sig)
@@ -58,16 +76,9 @@ static int signals_mode(const char *target, const char *poolset, void *mem, size
 	struct sigaction before[NWATCHED];
 	for (size_t i = 0; i < NWATCHED; ++i)
 		sigaction(watched[i], NULL, &before[i]);
-	unsigned nlanes = 1;
-	RPMEMpool *pool = rpmem_create(target, poolset, mem, size, &nlanes, NULL);
-	if (!pool) {
-		fprintf(stderr, "rpmem_create: %s\n", rpmem_errormsg());
+	RPMEMpool *pool = create_and_persist(target, poolset, mem, size);
+	if (!pool)
 		return 2;
-	}
-	if (rpmem_persist(pool, 4096, 4096, 0, 0) != 0) {
-		fprintf(stderr, "rpmem_persist: %s\n", rpmem_errormsg());
-		return 2;
-	}
 	for (size_t i = 0; i < NWATCHED; ++i) {
 		struct sigaction now;
 		sigaction(watched[i], NULL, &now);
@@ -111,16 +122,9 @@ int main(int argc, char **argv)
 	memset(mem, 0x5a, size);
 	if (strcmp(argv[3], "signals") == 0)
 		return signals_mode(argv[1], argv[2], mem, size);
-	unsigned nlanes = 1;
-	RPMEMpool *pool = rpmem_create(argv[1], argv[2], mem, size, &nlanes, NULL);
-	if (!pool) {
-		fprintf(stderr, "rpmem_create: %s\n", rpmem_errormsg());
+	RPMEMpool *pool = create_and_persist(argv[1], argv[2], mem, size);
+	if (!pool)
 		return 2;
-	}
-	if (rpmem_persist(pool, 4096, 4096, 0, 0) != 0) {
-		fprintf(stderr, "rpmem_persist: %s\n", rpmem_errormsg());
-		return 2;
-	}
 	const int hold_exit = strcmp(argv[3], "hold-exit") == 0;
 	if (hold_exit || strcmp(argv[3], "hold") == 0) {
 		printf("ready\n");
