@@ -299,12 +299,14 @@ TEST_CASE("fabric: libfabric is loaded at the first fabric call, at the symbol v
 		CHECK(versioned != nullptr);
 		CHECK(versioned == ::dlsym(h, s.name));
 	}
-	// What an error message says comes from the loaded library.
+	// What an error message says comes from the loaded library. FI_ETRUNC is libfabric's own
+	// code (past FI_ERRNO_OFFSET): strerror, the fallback before loading, does not know it
+	// (FI_ENODATA equals ENODATA, and both texts agree on it).
 	using strerror_fn = const char *(*)(int);
 	auto text = reinterpret_cast<strerror_fn>(::dlvsym(h, "fi_strerror", "FABRIC_1.0"));
 	REQUIRE(text != nullptr);
-	CHECK(std::string(library::strerror(FI_ENODATA)) == text(FI_ENODATA));
-	CHECK(std::string(library::strerror(FI_ENODATA)) != std::to_string(FI_ENODATA));
+	CHECK(std::string(library::strerror(FI_ETRUNC)) == text(FI_ETRUNC));
+	CHECK(std::string(library::strerror(FI_ETRUNC)) != std::strerror(FI_ETRUNC));
 	::dlclose(h);
 }
 

@@ -482,9 +482,9 @@ TEST_CASE("rpmem check --repair killed at any point leaves a replica the next ch
 		const std::string after = pool_data(s.remote_part());
 		INFO("attempt " << attempt << ": saw the copy " << saw_copy);
 		inside = saw_copy && after != before && after != master;
+		// The mark goes only once all is copied.
 		if (inside)
-			CHECK(marked_behind(
-			    s.remote_part())); // the mark goes only once all is copied
+			CHECK(marked_behind(s.remote_part()));
 		repair_again();
 	}
 	CHECK(inside);
