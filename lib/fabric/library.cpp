@@ -11,7 +11,9 @@
 //
 // So no rpmem binary has libfabric in its DT_NEEDED list: the first fabric call loads it
 // (dlopen), and the handlers of those signals are put back as they were just before. A
-// process that never opens a remote pool never loads libfabric at all.
+// process that never opens a remote pool never loads libfabric at all. (A signal that
+// arrives during the load itself, ~200 ms once per process, still meets libinfinipath's
+// handler: nothing can run before a library's constructor.)
 #include "fabric/library.hpp"
 
 #include "rpmem/error.hpp"
