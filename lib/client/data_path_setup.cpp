@@ -79,12 +79,12 @@ void data_path::impl::open_domain()
 	res.send_after_write = g.send_after_write();
 	res.announce_writes = g.announce_writes_pays();
 	res.remote = {fabric.raddr, fabric.rkey};
-	res.pipeline_chunk = cfg.pipeline_chunk;
+	res.pipeline_chunk = pipeline_chunk_for(cfg.pipeline_chunk, g.progress_thread);
 	// A daemon that takes several requests per lane lets large persists be pipelined
 	// (GPSPM only: APM has no flush step to overlap). Ordered writes are required: a chunk's
 	// request must not overtake its data.
 	if (fabric.method == control::persist_method::gpspm && res.send_after_write &&
-	    queue_depth >= 2 * lanes_per_conn && cfg.pipeline_chunk > 0)
+	    queue_depth >= 2 * lanes_per_conn && res.pipeline_chunk > 0)
 		res.pipeline = std::min<std::uint32_t>(queue_depth / lanes_per_conn, 8);
 	eq = std::make_unique<fab::eq>(*domain);
 	watch = std::make_unique<shutdown_watch>(*eq, health);

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,9 +33,8 @@ struct settings {
 	// (tcp and sockets never do, and ignore the descriptors), to run that path here.
 	bool force_local_mr = false;
 	// RPMEM_PIPELINE_CHUNK: persists of twice this or more go in pipelined chunks (0: off).
-	// 512 KiB: a 1 MiB persist as two halves was faster than as four quarters or one piece
-	// on tcp and sockets alike (docs/performance.md).
-	std::uint64_t pipeline_chunk = 512u << 10;
+	// Unset: each connection chooses by its provider (lane_batch.hpp, pipeline_chunk_for).
+	std::optional<std::uint64_t> pipeline_chunk;
 	// RPMEM_REPLICATION=async: librpmem's persists return once snapshotted, and a thread
 	// replicates them in order (lib/async/remote_writer.hpp); sync (the default): each call
 	// returns when the bytes are durable on the replica.

@@ -70,6 +70,13 @@ chunk_plan plan_chunks(std::uint64_t length, std::uint32_t pipeline, std::uint64
 	return p;
 }
 
+std::uint64_t pipeline_chunk_for(std::optional<std::uint64_t> asked, bool provider_threads)
+{
+	if (asked)
+		return *asked;
+	return provider_threads ? 0 : default_pipeline_chunk;
+}
+
 std::uint64_t inline_crossover(const path_costs &small, const path_costs &large, tie_goes tie)
 {
 	// Inline is chosen where it costs at most `margin` times the RDMA way.

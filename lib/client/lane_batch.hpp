@@ -89,6 +89,19 @@ struct chunk_plan {
  * min_chunk bytes rounded up to 4 KiB; persists shorter than 2 x min_chunk are not cut. */
 chunk_plan plan_chunks(std::uint64_t length, std::uint32_t pipeline, std::uint64_t min_chunk);
 
+/** The smallest chunk of a pipelined persist unless RPMEM_PIPELINE_CHUNK says otherwise. */
+inline constexpr std::uint64_t default_pipeline_chunk = 512u << 10;
+
+/**
+ * The smallest chunk a connection pipelines large persists in (0: each persist whole):
+ * `asked` (RPMEM_PIPELINE_CHUNK) where set; else default_pipeline_chunk where the provider moves
+ * data only inside our calls (tcp: rpmemd's worker receives chunk k+1 while it flushes chunk
+ * k), and 0 where it runs progress threads of its own (sockets: with those threads on both
+ * sides, the chunks' extra requests cost more than the overlap gains; measured on 2 vCPUs,
+ * docs/performance.md).
+ */
+std::uint64_t pipeline_chunk_for(std::optional<std::uint64_t> asked, bool provider_threads);
+
 /** Round trips of one size, in microseconds: a range carried inside the request, and the same
  * range written by RDMA (the method's own way of making it durable). */
 struct path_costs {

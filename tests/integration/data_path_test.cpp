@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <deque>
 #include <fcntl.h>
+#include <regex>
 #include <string_view>
 #include <sys/stat.h>
 #include <thread>
@@ -312,6 +313,63 @@ TEST_CASE("APM: far more announced writes between two drains than rpmemd's CQ ho
 	pool->close();
 	check_replica_equals_local(node, local);
 }
+namespace
+{
+
+/** Persists `persists` ranges of 4 MiB with GPSPM on one lane and returns how many requests
+ * rpmemd's session-end line counts (the connect-time probes included); the replica must hold
+ * every range. */
+std::uint64_t requests_for_large_persists(const replica_options &ro, unsigned persists)
+{
+	sshd server;
+	replica node(server, ro);
+	local_pool local(pool_size);
+	local.fill_random(9, hdr);
+	auto pool = create_pool(node, local, "72M", 1);
+	REQUIRE(pool->method() == gpspm);
+	constexpr std::size_t big = 4 << 20;
+	for (unsigned i = 0; i < persists; ++i)
+		pool->persist(hdr + (i % 8) * big, big, 0, 0);
+	pool->close();
+	auto file = slurp(node.part("pool.set"));
+	CHECK(std::memcmp(file.data() + hdr, local.data() + hdr, 8 * big) == 0);
+	const auto log = node.log_text();
+	std::smatch m;
+	INFO("rpmemd's log:\n" << log);
+	REQUIRE(std::regex_search(log, m,
+	                          std::regex(R"(session end: pool pool\.set, (\d+) requests)")));
+	return std::stoull(m[1]);
+}
+
+} // namespace
+
+TEST_CASE("large GPSPM persists go in chunks on tcp, whole on sockets, as RPMEM_PIPELINE_CHUNK "
+          "says on either",
+          "[data][pipeline]")
+{
+	// A pipelined 4 MiB persist is 8 requests of 512 KiB on one lane (the daemon grants 8 per
+	// lane); a whole one is 1. The connect-time probes add a few dozen either way.
+	constexpr unsigned persists = 32;
+	auto [provider, chunk, pipelined] =
+	    GENERATE(table<std::string, std::optional<std::uint64_t>, bool>({
+	        {"tcp", std::nullopt, true},
+	        {"sockets", std::nullopt, false},
+	        {"sockets", std::uint64_t(512 << 10), true},
+	        {"tcp", std::uint64_t(0), false},
+	    }));
+	INFO(provider << ", RPMEM_PIPELINE_CHUNK " << (chunk ? std::to_string(*chunk) : "unset"));
+	const auto requests = requests_for_large_persists({.parent = "/dev/shm",
+	                                                   .force_pmem = true,
+	                                                   .provider = provider,
+	                                                   .pipeline_chunk = chunk},
+	                                                  persists);
+	INFO(requests << " requests for " << persists << " persists of 4 MiB");
+	if (pipelined)
+		CHECK(requests >= 8 * persists);
+	else
+		CHECK(requests < 3 * persists);
+}
+
 TEST_CASE("the connect-time probes leave the replica's bytes as they were", "[data][inline]")
 {
 	// The probes persist, at the end of the pool, bytes read from there first: opening a pool

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -61,6 +62,7 @@ struct replica_options {
 	fabric::mr_mode mr = fabric::mr_mode::automatic;
 	bool force_local_mr = false;  // the client passes local descriptors as under FI_MR_LOCAL
 	std::int64_t inline_max = -1; // RPMEM_INLINE_MAX (-1: what the client measures at connect)
+	std::optional<std::uint64_t> pipeline_chunk{}; // RPMEM_PIPELINE_CHUNK (unset: by provider)
 	// Under ASan, whether rpmemd's exit runs the leak check. Off only where a provider is
 	// proven to leak by itself (each use says which report and why it is not ours).
 	bool daemon_leak_check = true;
@@ -200,6 +202,7 @@ public:
 		s.mr_mode = opts_.mr;
 		s.force_local_mr = opts_.force_local_mr;
 		s.inline_max = opts_.inline_max;
+		s.pipeline_chunk = opts_.pipeline_chunk;
 		o.tuning = s;
 		return o;
 	}

@@ -39,9 +39,13 @@ TEST_CASE("numeric RPMEM_* settings are read", "[client][env]")
 	CHECK(s.keepalive == std::chrono::milliseconds(0));
 	CHECK(s.work_queue_size == 16);
 	CHECK(s.inline_max == 0);
-	CHECK(s.pipeline_chunk == 65536);
+	CHECK(s.pipeline_chunk == std::optional<std::uint64_t>(65536));
 	vars = {{"RPMEM_TIMEOUT", ""}};
 	CHECK(read_settings(fake_getenv).op_timeout == std::chrono::milliseconds(5000));
+	// Unset: each connection chooses by its provider; 0 is a choice too (off).
+	CHECK_FALSE(read_settings(fake_getenv).pipeline_chunk);
+	vars = {{"RPMEM_PIPELINE_CHUNK", "0"}};
+	CHECK(read_settings(fake_getenv).pipeline_chunk == std::optional<std::uint64_t>(0));
 }
 
 TEST_CASE("a bad RPMEM_* number is refused, naming the variable", "[client][env]")

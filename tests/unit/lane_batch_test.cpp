@@ -14,6 +14,7 @@
 using rpmem::client::chunk_plan;
 using rpmem::client::inline_crossover;
 using rpmem::client::lane_batch;
+using rpmem::client::pipeline_chunk_for;
 using rpmem::client::plan_chunks;
 using rpmem::client::range;
 namespace ln = rpmem::lane;
