@@ -159,6 +159,19 @@ TEST_CASE("lane batch: large persists are cut into whole 4 KiB-aligned chunks", 
 	}
 }
 
+TEST_CASE("lane batch: pipelining is on where the provider progresses in our calls, unless told",
+          "[lane_batch]")
+{
+	using rpmem::client::default_pipeline_chunk;
+	CHECK(pipeline_chunk_for(std::nullopt, false) == default_pipeline_chunk); // tcp, verbs
+	CHECK(pipeline_chunk_for(std::nullopt, true) == 0);                       // sockets
+	// RPMEM_PIPELINE_CHUNK decides on every provider, 0 included.
+	for (bool threads : {false, true}) {
+		CHECK(pipeline_chunk_for(std::uint64_t(256 << 10), threads) == 256 << 10);
+		CHECK(pipeline_chunk_for(std::uint64_t(0), threads) == 0);
+	}
+}
+
 TEST_CASE("lane batch: the inline threshold follows the measured costs", "[lane_batch]")
 {
 	// Inline cheaper at both sizes (tcp, GPSPM): everything up to the largest goes inline.
