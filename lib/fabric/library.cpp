@@ -10,9 +10,10 @@
 // line: the application's own SIGTERM handler (its clean shutdown) would be replaced then.
 //
 // So no rpmem binary has libfabric in its DT_NEEDED list: the first fabric call loads it
-// (dlopen), and the handlers of those signals are put back as they were just before. A
-// process that never opens a remote pool never loads libfabric at all. (A signal that
-// arrives during the load itself, ~200 ms once per process, still meets libinfinipath's
+// (dlopen), and where a handler of those signals now lives in an object the load brought in,
+// it is put back as it was just before (a handler the application installed meanwhile, from
+// another thread, stays). A process that never opens a remote pool never loads libfabric. (A signal
+// that arrives during the load itself, ~200 ms once per process, still meets libinfinipath's
 // handler: nothing can run before a library's constructor.)
 #include "fabric/library.hpp"
 
@@ -20,18 +21,22 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <link.h>
 #include <mutex>
+#include <pthread.h>
 #include <string_view>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 namespace rpmem::fabric::library
 {
@@ -80,12 +85,54 @@ template <class Fn> Fn resolve(void *handle, const symbol &s)
 	return reinterpret_cast<Fn>(p);
 }
 
+/** Where each object mapped now (the program, its libraries) begins, as dladdr's dli_fbase
+ *  names it; sorted. */
+std::vector<std::uintptr_t> mapped_objects()
+{
+	std::vector<std::uintptr_t> bases;
+	::dl_iterate_phdr(
+	    [](dl_phdr_info *info, std::size_t, void *out) {
+		    for (int i = 0; i < info->dlpi_phnum; ++i) {
+			    if (info->dlpi_phdr[i].p_type != PT_LOAD)
+				    continue;
+			    Dl_info where{};
+			    const auto at = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+			    if (::dladdr(reinterpret_cast<void *>(at), &where))
+				    static_cast<std::vector<std::uintptr_t> *>(out)->push_back(
+				        reinterpret_cast<std::uintptr_t>(where.dli_fbase));
+			    break;
+		    }
+		    return 0;
+	    },
+	    &bases);
+	std::sort(bases.begin(), bases.end());
+	return bases;
+}
+
+/** Whether `now` is a handler in an object that was not mapped before the load, i.e. one the
+ *  load brought in (libinfinipath). A handler the application installed meanwhile from
+ *  another thread lives in code mapped before (or is SIG_DFL or SIG_IGN), and stays. */
+bool installed_by_load(const struct sigaction &now, const std::vector<std::uintptr_t> &before)
+{
+	if (!(now.sa_flags & SA_SIGINFO) &&
+	    (now.sa_handler == SIG_DFL || now.sa_handler == SIG_IGN))
+		return false;
+	void *code = (now.sa_flags & SA_SIGINFO) ? reinterpret_cast<void *>(now.sa_sigaction)
+	                                         : reinterpret_cast<void *>(now.sa_handler);
+	Dl_info where{};
+	if (!::dladdr(code, &where))
+		return false;
+	return !std::binary_search(before.begin(), before.end(),
+	                           reinterpret_cast<std::uintptr_t>(where.dli_fbase));
+}
+
 table open_library()
 {
 	constexpr std::size_t n = std::size(kept_signals);
 	struct sigaction before[n];
 	for (std::size_t i = 0; i < n; ++i)
 		::sigaction(kept_signals[i], nullptr, &before[i]);
+	const auto objects_before = mapped_objects();
 	::dlerror();
 	void *handle = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
 	const char *why = handle ? nullptr : ::dlerror();
@@ -95,7 +142,7 @@ table open_library()
 		struct sigaction now {
 		};
 		::sigaction(kept_signals[i], nullptr, &now);
-		if (!same_handler(now, before[i]))
+		if (!same_handler(now, before[i]) && installed_by_load(now, objects_before))
 			::sigaction(kept_signals[i], &before[i], nullptr);
 	}
 	if (!handle)
@@ -147,37 +194,35 @@ void load()
 namespace
 {
 
-/** Whether load_ahead's thread still runs. Never destroyed: read while the process exits. */
+/** load_ahead's thread, as the process's exit and fork see it. Never destroyed: read while
+ *  the process exits. No mutex: exit() may be called from a signal handler (libinfinipath's,
+ *  during the load), on any thread, that one included. */
 struct ahead_thread {
-	std::mutex mu;
-	std::condition_variable cv;
-	bool running = false;
+	std::atomic<bool> running{false};
 	std::atomic<pid_t> owner{0}; // the process it runs in (a forked child has no such thread)
+	std::atomic<std::thread::id> id{};
 
 	static ahead_thread &get()
 	{
 		static ahead_thread *const t = new ahead_thread();
 		return *t;
 	}
-	void finished()
+	/** Until the thread is done (at most 10 s): in the process that has it, and not on it. */
+	void wait_done()
 	{
-		{
-			std::lock_guard g(mu);
-			running = false;
-		}
-		cv.notify_all();
+		if (owner.load() != ::getpid() || id.load() == std::this_thread::get_id())
+			return;
+		for (int i = 0; i < 10000 && running.load(); ++i)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
 	}
 	/** At exit: libfabric's destructor must not run while the thread is still inside
 	 *  libfabric (a program that exits right after a failed open crashed there, 2 runs in
 	 *  8). atexit handlers run before libraries' destructors; loading takes ~300 ms. */
-	static void wait_at_exit()
-	{
-		auto &t = get();
-		if (t.owner.load() != ::getpid())
-			return; // a child forked while it ran: the thread is not here
-		std::unique_lock lock(t.mu);
-		t.cv.wait_for(lock, std::chrono::seconds(10), [&] { return !t.running; });
-	}
+	static void wait_at_exit() { get().wait_done(); }
+	/** Before fork: a child made while the thread is inside the dynamic loader or
+	 *  libfabric's initialization would inherit their locks held, and hang at its first
+	 *  fabric call. posix_spawn (how rpmem starts ssh) runs no fork handlers. */
+	static void wait_before_fork() { get().wait_done(); }
 };
 
 } // namespace
@@ -188,23 +233,25 @@ void load_ahead() noexcept
 	try {
 		std::call_once(once, [] {
 			auto &t = ahead_thread::get();
-			{
-				std::lock_guard g(t.mu);
-				t.running = true;
-				t.owner.store(::getpid());
-			}
+			t.running.store(true);
+			t.owner.store(::getpid());
+			// librpmem is linked -z nodelete: these handlers stay mapped even where
+			// libpmemobj dlcloses it.
 			std::atexit(ahead_thread::wait_at_exit);
+			::pthread_atfork(ahead_thread::wait_before_fork, nullptr, nullptr);
 			try {
 				std::thread([] {
+					auto &self = ahead_thread::get();
+					self.id.store(std::this_thread::get_id());
 					try {
 						init_providers(get());
 					} catch (...) {
 						// The first fabric call loads again, and throws it.
 					}
-					ahead_thread::get().finished();
+					self.running.store(false);
 				}).detach();
 			} catch (...) {
-				t.finished();
+				t.running.store(false);
 				throw;
 			}
 		});

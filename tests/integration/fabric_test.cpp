@@ -34,6 +34,10 @@
 #include <thread>
 #include <vector>
 
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
+
 namespace fab = rpmem::fabric;
 using namespace std::chrono_literals;
 using bytes = std::vector<std::uint8_t>;
@@ -308,6 +312,43 @@ TEST_CASE("fabric: libfabric is loaded at the first fabric call, at the symbol v
 	CHECK(std::string(library::strerror(FI_ETRUNC)) == text(FI_ETRUNC));
 	CHECK(std::string(library::strerror(FI_ETRUNC)) != std::strerror(FI_ETRUNC));
 	::dlclose(h);
+}
+
+TEST_CASE("fabric: a child forked while libfabric loads ahead can load and use it",
+          "[fabric][library]")
+{
+	// load_ahead's thread spends ~300 ms in the dynamic loader and in libfabric's provider
+	// initialization, each under locks of its own. A fork in that time used to copy them held
+	// into the child, whose first fabric call then waited for ever; fork now waits for the
+	// thread (pthread_atfork). This test process made no fabric call before: the fork comes
+	// while the thread is loading.
+	namespace library = rpmem::fabric::library;
+	library::load_ahead();
+	const pid_t pid = ::fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		::alarm(30); // a hung child dies by SIGALRM instead of hanging the test
+		try {
+			library::load();
+			fi_info *hints = library::dupinfo(nullptr);
+			library::freeinfo(hints);
+			::_exit(hints ? 0 : 3);
+		} catch (...) {
+			::_exit(4);
+		}
+	}
+	int status = 0;
+	pid_t got = 0;
+	for (int i = 0; i < 600 && (got = ::waitpid(pid, &status, WNOHANG)) == 0; ++i)
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	if (got == 0) {
+		::kill(pid, SIGKILL);
+		::waitpid(pid, &status, 0);
+	}
+	INFO("child status " << status << (WIFSIGNALED(status) ? " (killed by a signal)" : ""));
+	CHECK(got == pid);
+	CHECK(WIFEXITED(status));
+	CHECK(WEXITSTATUS(status) == 0);
 }
 
 TEST_CASE("fabric: parse_int_flag follows PMDK's strtol rules", "[fabric][env]")
