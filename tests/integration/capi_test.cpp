@@ -292,6 +292,34 @@ TEST_CASE("loading libfabric leaves the application's signal handlers as they we
 	fs::remove_all(dir, ec);
 }
 
+TEST_CASE("librpmem dlclosed right after a failed create stays loaded while its thread runs",
+          "[capi][dlclose]")
+{
+	// libpmemobj dlcloses librpmem after every pool set (PMDK's util_remote_unload), also
+	// right after a create that failed at once. That create started loading libfabric on a
+	// thread of librpmem's, which, with its exit and fork handlers, must not be unmapped
+	// under it: librpmem is linked -z nodelete.
+	const auto dir = make_temp_dir("/tmp", "rpmem-dlclose-");
+	child app({std::string(RPMEM_BINARY_DIR) + "/bin/rpmem_dlclose",
+	           std::string(RPMEM_BINARY_DIR) + "/lib/librpmem.so.1", "127.0.0.1:1"},
+	          {}, (dir / "stderr").string());
+	std::vector<std::string> said;
+	while (auto line = app.read_line(std::chrono::seconds(60)))
+		said.push_back(*line);
+	auto status = app.wait(std::chrono::seconds(60));
+	std::string out;
+	for (const auto &l : said)
+		out += l + "\n";
+	INFO("the program printed:\n" << out << "\nits stderr:\n" << slurp(dir / "stderr"));
+	REQUIRE(status);
+	// A thread_local destructor registered in librpmem also keeps it (glibc), but only once
+	// some call made one: the flag is what holds whatever the calls were.
+	CHECK(said == std::vector<std::string>{"nodelete", "create failed", "still loaded"});
+	CHECK(WIFEXITED(*status));
+	CHECK((WIFEXITED(*status) && WEXITSTATUS(*status) == 0));
+	fs::remove_all(dir);
+}
+
 TEST_CASE("capi: failed open, create and remove begin with PMDK's text", "[capi][pmdk]")
 {
 	auto &e = env();

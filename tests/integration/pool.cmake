@@ -33,3 +33,9 @@ add_executable(rpmem_exit_open ${PROJECT_SOURCE_DIR}/tests/support/exit_open.c)
 target_include_directories(rpmem_exit_open PRIVATE ${PROJECT_SOURCE_DIR}/include/rpmem)
 target_link_libraries(rpmem_exit_open PRIVATE rpmem)
 add_dependencies(integration_capi rpmem_exit_open)
+
+# A C program that dlopens librpmem, fails a create and dlcloses it (capi_test, "[dlclose]").
+add_executable(rpmem_dlclose ${PROJECT_SOURCE_DIR}/tests/support/dlclose_rpmem.c)
+target_include_directories(rpmem_dlclose PRIVATE ${PROJECT_SOURCE_DIR}/include/rpmem)
+target_link_libraries(rpmem_dlclose PRIVATE ${CMAKE_DL_LIBS})
+add_dependencies(integration_capi rpmem_dlclose rpmem)
