@@ -493,8 +493,12 @@ private:
 
 	int finish(int code)
 	{
-		// A pool whose creation never completed (the client never connected) goes away.
-		bool remove = created_ && target_ && !target_->connected();
+		// A pool whose creation never completed goes away: the client never connected all
+		// its fabric connections and sent nothing over them. A client sends lane requests
+		// only once all its connections are up (data_path's setup), and this accept thread
+		// may not have seen the last one's event yet: a pool that served a request stays.
+		bool remove =
+		    created_ && target_ && !target_->connected() && target_->served().requests == 0;
 		teardown(remove);
 		return code;
 	}

@@ -7,6 +7,12 @@
 #include "replica_fixture.hpp"
 
 #include "client/control_session.hpp"
+#include "fabric/cq.hpp"
+#include "fabric/endpoint.hpp"
+#include "fabric/eq.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/info.hpp"
+#include "lane/lane_msg.hpp"
 #include "rpmem/error.hpp"
 #include "support/child.hpp"
 #include "support/netns.hpp"
@@ -452,6 +458,85 @@ TEST_CASE("a create never followed by a fabric connection leaves no pool behind"
 		s.close(ctl::close_flag_remove);
 	}
 	CHECK(!std::filesystem::exists(node.part("pool.set")));
+}
+
+TEST_CASE("a created pool that served a request stays when its client dies, every connection "
+          "seen or not",
+          "[fault]")
+{
+	// rpmemd removes a pool whose creation never completed, and judged that by whether it had
+	// seen every fabric connection established. A client sends lane requests only once all
+	// its connections are up (data_path's setup), but rpmemd learns of the last one from its
+	// accept thread, which can be late: a killed client's pool, with data persisted in it,
+	// was removed (seen once: the asynchronous writer's kill test found its replica gone).
+	// Forced here: of two connections one is made, a persist goes over it, and the client
+	// vanishes.
+	namespace fab = rpmem::fabric;
+	namespace ln = rpmem::lane;
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	auto opts = node.options();
+	const std::string bytes = "persisted";
+	{
+		rpmem::client::control_session s(node.target(), opts.command, *opts.ssh, 10s);
+		ctl::pool_request req;
+		req.pool_size = pool_size;
+		req.nlanes = 2;
+		req.provider = "tcp";
+		req.descriptor = "pool.set";
+		req.attr = sample_attr();
+		auto resp = s.request_pool(req, true);
+		const auto &f = resp.fabric;
+		REQUIRE(f.nendpoints == 2);
+		fab::request freq;
+		freq.provider = f.provider;
+		auto fi = fab::info::for_connect(f.address, f.port, freq);
+		fab::fabric_domain domain(fi);
+		fab::eq eq(domain);
+		fab::cq cq(domain);
+		fab::endpoint ep(domain, fi);
+		ep.bind(eq);
+		ep.bind(cq, FI_TRANSMIT | FI_RECV);
+		ep.enable();
+		std::array<std::uint8_t, ln::response_size> reply{};
+		REQUIRE(ep.recv(reply.data(), reply.size(), nullptr, nullptr) ==
+		        fab::post_status::posted);
+		std::array<std::uint8_t, ln::conn_data_size> cd{};
+		ln::encode(ln::conn_data{f.secret, 0}, cd.data());
+		ep.connect(cd);
+		std::optional<fab::eq_event> ev;
+		for (int i = 0; i < 50 && !ev; ++i)
+			ev = eq.read(100ms);
+		REQUIRE(ev);
+		REQUIRE_FALSE(ev->is_error());
+		REQUIRE(ev->type == FI_CONNECTED);
+		// One persist of 9 bytes, inline, on lane 0.
+		std::vector<std::uint8_t> msg(ln::request_header_size +
+		                              ln::entry_size(bytes.size(), true));
+		ln::encode(ln::request{ln::op::persist, 0, 0, 1, 42}, msg.data());
+		ln::encode(4096, bytes.size(), bytes.data(), msg.data() + ln::request_header_size);
+		REQUIRE(ep.send(msg.data(), msg.size(), nullptr, nullptr) ==
+		        fab::post_status::posted);
+		bool answered = false;
+		for (int i = 0; i < 100 && !answered; ++i) {
+			std::array<fab::cq_entry, 4> e{};
+			auto r = cq.sread(e, 100ms);
+			REQUIRE_FALSE(r.error);
+			for (std::size_t k = 0; k < r.count; ++k)
+				answered |= (e[k].flags & FI_RECV) != 0;
+		}
+		REQUIRE(answered);
+		auto got = ln::decode_response(reply);
+		REQUIRE(got);
+		CHECK(got->err == 0);
+		CHECK(got->cookie == 42);
+	} // no close: the client is gone
+	CHECK(wait_rpmemd_gone(node, 5s) >= 0);
+	INFO("rpmemd's log:\n" << node.log_text());
+	REQUIRE(std::filesystem::exists(node.part("pool.set")));
+	CHECK(slurp(node.part("pool.set")).substr(4096, bytes.size()) == bytes);
+	CHECK(node.log_text().find("removed pool") == std::string::npos);
 }
 
 TEST_CASE("keep-alive: an idle pool outlives the daemon's heartbeat timeout", "[fault][keepalive]")

@@ -661,6 +661,8 @@ TEST_CASE("replicated_pool asynchronous: a writer killed mid-stream leaves each 
 			// rpmemd sees the connection end and exits; then the part is complete.
 			require_rpmemd_gone(r.setup->node(0));
 			const std::string part = slurp(r.setup->node(0).part("remote.set"));
+			INFO("round " << round << " (" << r.provider << "), rpmemd's log:\n"
+			              << r.setup->node(0).log_text());
 			REQUIRE(part.size() == 96u << 20);
 			auto v = pl::check(reinterpret_cast<const std::uint8_t *>(part.data()),
 			                   part.size());
