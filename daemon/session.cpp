@@ -499,6 +499,10 @@ private:
 		// may not have seen the last one's event yet: a pool that served a request stays.
 		bool remove =
 		    created_ && target_ && !target_->connected() && target_->served().requests == 0;
+		if (remove)
+			log_notice("{}: the client left before its fabric connections were up, "
+			           "and sent no request: the creation of pool {} did not complete",
+			           peer_, descriptor_);
 		teardown(remove);
 		return code;
 	}

@@ -445,6 +445,8 @@ TEST_CASE("a create never followed by a fabric connection leaves no pool behind"
 	CHECK(!std::filesystem::exists(node.part("pool.set")));
 	CHECK(node.log_text().find("removed pool pool.set created in this session") !=
 	      std::string::npos);
+	CHECK(node.log_text().find("the creation of pool pool.set did not complete") !=
+	      std::string::npos);
 	// A failed fabric connect: the client says "remove", nothing is left either.
 	{
 		rpmem::client::control_session s(node.target(), opts.command, *opts.ssh, 10s);
