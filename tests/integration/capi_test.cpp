@@ -35,6 +35,29 @@ void expect_failure(int ret_or_null, int err, const std::string &text)
 	CHECK(std::string(rpmem_errormsg()).find(text) != std::string::npos);
 }
 
+/** What a C program of the tests printed (its stdout lines, and the text with its stderr for
+ * INFO) and how it ended (nullopt: still running after 60 s). */
+struct program_run {
+	std::vector<std::string> said;
+	std::string report;
+	std::optional<int> status;
+};
+
+/** Runs argv to its end, its stderr in a file under `dir`. */
+program_run run_program(const std::vector<std::string> &argv, const fs::path &dir)
+{
+	child app(argv, {}, (dir / "stderr").string());
+	program_run r;
+	while (auto line = app.read_line(std::chrono::seconds(60)))
+		r.said.push_back(*line);
+	r.status = app.wait(std::chrono::seconds(60));
+	std::string out;
+	for (const auto &l : r.said)
+		out += l + "\n";
+	r.report = "the program printed:\n" + out + "\nits stderr:\n" + slurp(dir / "stderr");
+	return r;
+}
+
 } // namespace
 
 TEST_CASE("capi: bad arguments are EINVAL", "[capi]")
@@ -265,17 +288,11 @@ TEST_CASE("loading libfabric leaves the application's signal handlers as they we
 	capi_environment env;
 	env.node.write_poolset("signals.set", {"8M"}, "NOHDRS");
 	const auto dir = make_temp_dir("/tmp", "rpmem-signals-");
-	child app({std::string(RPMEM_BINARY_DIR) + "/bin/rpmem_exit_open", env.target(),
-	           "signals.set", "signals"},
-	          {}, (dir / "stderr").string());
-	std::vector<std::string> said;
-	while (auto line = app.read_line(std::chrono::seconds(60)))
-		said.push_back(*line);
-	auto status = app.wait(std::chrono::seconds(60));
-	std::string out;
-	for (const auto &l : said)
-		out += l + "\n";
-	INFO("the program printed:\n" << out << "\nits stderr:\n" << slurp(dir / "stderr"));
+	auto [said, report, status] =
+	    run_program({std::string(RPMEM_BINARY_DIR) + "/bin/rpmem_exit_open", env.target(),
+	                 "signals.set", "signals"},
+	                dir);
+	INFO(report);
 	REQUIRE(status);
 	for (const char *sig :
 	     {"SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGINT", "SIGTERM"})
@@ -300,17 +317,11 @@ TEST_CASE("librpmem dlclosed right after a failed create stays loaded while its 
 	// thread of librpmem's, which, with its exit and fork handlers, must not be unmapped
 	// under it: librpmem is linked -z nodelete.
 	const auto dir = make_temp_dir("/tmp", "rpmem-dlclose-");
-	child app({std::string(RPMEM_BINARY_DIR) + "/bin/rpmem_dlclose",
-	           std::string(RPMEM_BINARY_DIR) + "/lib/librpmem.so.1", "127.0.0.1:1"},
-	          {}, (dir / "stderr").string());
-	std::vector<std::string> said;
-	while (auto line = app.read_line(std::chrono::seconds(60)))
-		said.push_back(*line);
-	auto status = app.wait(std::chrono::seconds(60));
-	std::string out;
-	for (const auto &l : said)
-		out += l + "\n";
-	INFO("the program printed:\n" << out << "\nits stderr:\n" << slurp(dir / "stderr"));
+	auto [said, report, status] =
+	    run_program({std::string(RPMEM_BINARY_DIR) + "/bin/rpmem_dlclose",
+	                 std::string(RPMEM_BINARY_DIR) + "/lib/librpmem.so.1", "127.0.0.1:1"},
+	                dir);
+	INFO(report);
 	REQUIRE(status);
 	// A thread_local destructor registered in librpmem also keeps it (glibc), but only once
 	// some call made one: the flag is what holds whatever the calls were.

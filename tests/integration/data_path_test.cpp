@@ -2,6 +2,7 @@
 // The data path end to end: several threads on many lanes persist random ranges (persist,
 // relaxed flush + drain, deep persist); after close the replica's pool file must equal the local
 // pool byte for byte past the header. For tcp and sockets, GPSPM and APM, ext4 and /dev/shm.
+#include "raw_connection.hpp"
 #include "replica_fixture.hpp"
 
 #include "client/persist_method.hpp"
@@ -467,23 +468,10 @@ TEST_CASE("a fabric connection without the session secret is refused", "[data][s
 	unsigned nlanes = 2;
 	auto pool = fx.create(nlanes);
 	const auto &f = pool->fabric();
-	namespace fab = rpmem::fabric;
-	fab::request req;
-	req.provider = f.provider;
-	auto fi = fab::info::for_connect(f.address, f.port, req);
-	fab::fabric_domain domain(fi);
-	fab::eq eq(domain);
-	fab::cq cq(domain);
-	fab::endpoint ep(domain, fi);
-	ep.bind(eq);
-	ep.bind(cq, FI_TRANSMIT | FI_RECV);
-	ep.enable();
+	raw_connection raw(f);
 	std::vector<std::uint8_t> wrong(36, 0);
 	wrong[0] = static_cast<std::uint8_t>(f.secret[0] ^ 1);
-	ep.connect(wrong);
-	std::optional<fab::eq_event> ev;
-	for (int i = 0; i < 50 && !ev; ++i)
-		ev = eq.read(std::chrono::milliseconds(100));
+	auto ev = raw.connect(wrong);
 	REQUIRE(ev);
 	CHECK(ev->is_error());
 	CHECK(ev->type != FI_CONNECTED);

@@ -4,14 +4,10 @@
 // the pool opens again), a half-created pool, keep-alive, a link cut between two network
 // namespaces, the distinct start-up errors, a full replica file system, a busy pool.
 // Time bounds are "no hang" bounds from issue 6; the measured times are printed (WARN).
+#include "raw_connection.hpp"
 #include "replica_fixture.hpp"
 
 #include "client/control_session.hpp"
-#include "fabric/cq.hpp"
-#include "fabric/endpoint.hpp"
-#include "fabric/eq.hpp"
-#include "fabric/fabric.hpp"
-#include "fabric/info.hpp"
 #include "lane/lane_msg.hpp"
 #include "rpmem/error.hpp"
 #include "support/child.hpp"
@@ -50,6 +46,18 @@ std::uint64_t fnv1a(const std::uint8_t *p, std::size_t n)
 	for (std::size_t i = 0; i < n; ++i)
 		h = (h ^ p[i]) * 1099511628211ULL;
 	return h;
+}
+
+/** A create of pool.set with 2 lanes over tcp, as remote_pool::create sends it. */
+ctl::pool_request create_request()
+{
+	ctl::pool_request req;
+	req.pool_size = pool_size;
+	req.nlanes = 2;
+	req.provider = "tcp";
+	req.descriptor = "pool.set";
+	req.attr = sample_attr();
+	return req;
 }
 
 long ms_since(clk::time_point t)
@@ -431,12 +439,7 @@ TEST_CASE("a create never followed by a fabric connection leaves no pool behind"
 	{
 		// A client that sends create, gets the response and vanishes before connecting.
 		rpmem::client::control_session s(node.target(), opts.command, *opts.ssh, 10s);
-		ctl::pool_request req;
-		req.pool_size = pool_size;
-		req.nlanes = 2;
-		req.provider = "tcp";
-		req.descriptor = "pool.set";
-		req.attr = sample_attr();
+		const auto req = create_request();
 		auto resp = s.request_pool(req, true);
 		CHECK(resp.fabric.port != 0);
 		CHECK(std::filesystem::exists(node.part("pool.set")));
@@ -450,12 +453,7 @@ TEST_CASE("a create never followed by a fabric connection leaves no pool behind"
 	// A failed fabric connect: the client says "remove", nothing is left either.
 	{
 		rpmem::client::control_session s(node.target(), opts.command, *opts.ssh, 10s);
-		ctl::pool_request req;
-		req.pool_size = pool_size;
-		req.nlanes = 2;
-		req.provider = "tcp";
-		req.descriptor = "pool.set";
-		req.attr = sample_attr();
+		const auto req = create_request();
 		s.request_pool(req, true);
 		s.close(ctl::close_flag_remove);
 	}
@@ -482,34 +480,18 @@ TEST_CASE("a created pool that served a request stays when its client dies, ever
 	const std::string bytes = "persisted";
 	{
 		rpmem::client::control_session s(node.target(), opts.command, *opts.ssh, 10s);
-		ctl::pool_request req;
-		req.pool_size = pool_size;
-		req.nlanes = 2;
-		req.provider = "tcp";
-		req.descriptor = "pool.set";
-		req.attr = sample_attr();
+		const auto req = create_request();
 		auto resp = s.request_pool(req, true);
 		const auto &f = resp.fabric;
 		REQUIRE(f.nendpoints == 2);
-		fab::request freq;
-		freq.provider = f.provider;
-		auto fi = fab::info::for_connect(f.address, f.port, freq);
-		fab::fabric_domain domain(fi);
-		fab::eq eq(domain);
-		fab::cq cq(domain);
-		fab::endpoint ep(domain, fi);
-		ep.bind(eq);
-		ep.bind(cq, FI_TRANSMIT | FI_RECV);
-		ep.enable();
+		raw_connection raw(f);
+		auto &ep = raw.ep;
 		std::array<std::uint8_t, ln::response_size> reply{};
 		REQUIRE(ep.recv(reply.data(), reply.size(), nullptr, nullptr) ==
 		        fab::post_status::posted);
 		std::array<std::uint8_t, ln::conn_data_size> cd{};
 		ln::encode(ln::conn_data{f.secret, 0}, cd.data());
-		ep.connect(cd);
-		std::optional<fab::eq_event> ev;
-		for (int i = 0; i < 50 && !ev; ++i)
-			ev = eq.read(100ms);
+		auto ev = raw.connect(cd);
 		REQUIRE(ev);
 		REQUIRE_FALSE(ev->is_error());
 		REQUIRE(ev->type == FI_CONNECTED);
@@ -523,7 +505,7 @@ TEST_CASE("a created pool that served a request stays when its client dies, ever
 		bool answered = false;
 		for (int i = 0; i < 100 && !answered; ++i) {
 			std::array<fab::cq_entry, 4> e{};
-			auto r = cq.sread(e, 100ms);
+			auto r = raw.cq.sread(e, 100ms);
 			REQUIRE_FALSE(r.error);
 			for (std::size_t k = 0; k < r.count; ++k)
 				answered |= (e[k].flags & FI_RECV) != 0;
