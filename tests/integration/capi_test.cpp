@@ -43,10 +43,12 @@ struct program_run {
 	std::optional<int> status;
 };
 
-/** Runs argv to its end, its stderr in a file under `dir`. */
-program_run run_program(const std::vector<std::string> &argv, const fs::path &dir)
+/** Runs argv to its end with `env` added to the environment, its stderr in a file under
+ * `dir`. */
+program_run run_program(const std::vector<std::string> &argv, const fs::path &dir,
+                        const std::vector<std::string> &env = {})
 {
-	child app(argv, {}, (dir / "stderr").string());
+	child app(argv, env, (dir / "stderr").string());
 	program_run r;
 	while (auto line = app.read_line(std::chrono::seconds(60)))
 		r.said.push_back(*line);
@@ -307,6 +309,25 @@ TEST_CASE("loading libfabric leaves the application's signal handlers as they we
 	require_rpmemd_gone(env.node);
 	std::error_code ec;
 	fs::remove_all(dir, ec);
+}
+
+TEST_CASE("loading libfabric undoes only the handlers the load installed, not those the "
+          "application installed meanwhile",
+          "[capi][signals]")
+{
+	// A stand-in libfabric.so.1 (tests/support/fake_libfabric.c) installs, in its constructor,
+	// a SIGSEGV handler of its own (as libinfinipath), and what another thread of the
+	// application could install during rpmem's ~200 ms load: a SIGTERM handler of the
+	// program's, and SIGINT ignored.
+	const auto dir = make_temp_dir("/tmp", "rpmem-handlers-");
+	auto [said, report, status] =
+	    run_program({std::string(RPMEM_BINARY_DIR) + "/bin/rpmem_handlers_kept", "127.0.0.1:1"},
+	                dir, {"LD_LIBRARY_PATH=" RPMEM_BINARY_DIR "/fake-libfabric"});
+	INFO(report);
+	REQUIRE(status);
+	CHECK(said == std::vector<std::string>{"SIGSEGV default", "SIGTERM app", "SIGINT ignored"});
+	CHECK((WIFEXITED(*status) && WEXITSTATUS(*status) == 0));
+	fs::remove_all(dir);
 }
 
 TEST_CASE("librpmem dlclosed right after a failed create stays loaded while its thread runs",

@@ -39,3 +39,13 @@ add_executable(rpmem_dlclose ${PROJECT_SOURCE_DIR}/tests/support/dlclose_rpmem.c
 target_include_directories(rpmem_dlclose PRIVATE ${PROJECT_SOURCE_DIR}/include/rpmem)
 target_link_libraries(rpmem_dlclose PRIVATE ${CMAKE_DL_LIBS})
 add_dependencies(integration_capi rpmem_dlclose rpmem)
+
+# A stand-in libfabric.so.1 whose constructor installs signal handlers, and the program that
+# loads it through librpmem (capi_test, "[signals]": which handlers the load undoes).
+add_library(rpmem_fake_libfabric SHARED ${PROJECT_SOURCE_DIR}/tests/support/fake_libfabric.c)
+set_target_properties(rpmem_fake_libfabric PROPERTIES OUTPUT_NAME fabric SOVERSION 1
+  LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/fake-libfabric)
+add_executable(rpmem_handlers_kept ${PROJECT_SOURCE_DIR}/tests/support/handlers_kept.c)
+target_include_directories(rpmem_handlers_kept PRIVATE ${PROJECT_SOURCE_DIR}/include/rpmem)
+target_link_libraries(rpmem_handlers_kept PRIVATE rpmem ${CMAKE_DL_LIBS})
+add_dependencies(integration_capi rpmem_fake_libfabric rpmem_handlers_kept)
