@@ -21,6 +21,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -307,20 +309,50 @@ struct remote_setup {
 namespace rpmem::test
 {
 
-/** The PID of the rpmemd serving the replica whose directory is `unique`, or -1. */
+/** Whether /proc/<pid> is an rpmemd that has not yet closed its files: alive, or exiting
+ *  but not yet a zombie (state Z or X; the kernel closes a process's files, releasing the
+ *  pool's lock, before it becomes one). */
+inline bool rpmemd_holds_files(const std::filesystem::path &proc_pid)
+{
+	const std::string stat = slurp(proc_pid / "stat"); // "pid (comm) S ..."
+	const auto open = stat.find('('), close = stat.rfind(')');
+	if (open == std::string::npos || close == std::string::npos || close + 2 >= stat.size())
+		return false;
+	const char state = stat[close + 2];
+	return stat.compare(open + 1, close - open - 1, "rpmemd") == 0 && state != 'Z' &&
+	       state != 'X';
+}
+
+/**
+ * The PID of the rpmemd serving the replica whose directory is `unique`, or -1. An exiting
+ * process shows neither its command line nor its executable, yet holds its pool's lock
+ * until it has closed its files: one seen here before is still reported until then (a test
+ * that ran `rpmem promote` on the pool right after found it locked, under load).
+ */
 inline pid_t find_rpmemd(const std::string &unique)
 {
+	static std::mutex mu;
+	static std::map<pid_t, std::string> seen; // pid -> unique, of rpmemds found here
+	std::lock_guard lock(mu);
 	for (const auto &e : std::filesystem::directory_iterator("/proc")) {
 		auto name = e.path().filename().string();
 		if (name.find_first_not_of("0123456789") != std::string::npos)
 			continue;
+		const auto pid = static_cast<pid_t>(std::stol(name));
 		std::string cmdline = slurp(e.path() / "cmdline");
 		std::string exe;
 		std::error_code ec;
 		exe = std::filesystem::read_symlink(e.path() / "exe", ec).string();
 		if (exe.find("rpmemd") != std::string::npos &&
-		    cmdline.find(unique) != std::string::npos)
-			return static_cast<pid_t>(std::stol(name));
+		    cmdline.find(unique) != std::string::npos) {
+			seen[pid] = unique;
+			return pid;
+		}
+		if (auto s = seen.find(pid); s != seen.end() && s->second == unique) {
+			if (cmdline.empty() && rpmemd_holds_files(e.path()))
+				return pid;
+			seen.erase(s);
+		}
 	}
 	return -1;
 }
