@@ -231,10 +231,23 @@ private:
 			checksums(*req);
 			return std::nullopt;
 		}
+		case ctl::msg_type::create_done:
+			// A body, or no pool created here: a protocol error, the session ends.
+			(void)ctl::decode<ctl::create_done>(msg);
+			if (!created_)
+				throw ctl::protocol_error(
+				    "create_done without a pool created in this session");
+			create_done_ = true;
+			log_info(
+			    "{}: the client's create of pool {} returned: the pool stays from now "
+			    "on",
+			    peer_, descriptor_);
+			return std::nullopt;
 		default:
 			throw ctl::protocol_error(fmt::format(
 			    "unexpected message type {} ({}) from the client: only "
-			    "create, open, set_attr, checksum, ping and close are requests",
+			    "create, create_done, open, set_attr, checksum, ping and close are "
+			    "requests",
 			    static_cast<unsigned>(msg.type), ctl::msg_type_name(msg.type)));
 		}
 	}
@@ -318,6 +331,7 @@ private:
 			if (create) {
 				pool_ = store_.create(req.descriptor, req.attr, req.pool_size);
 				created_ = true;
+				confirms_create_ = req.minor >= ctl::create_done_since_minor;
 			} else {
 				pool_ = store_.open(req.descriptor, req.pool_size);
 			}
@@ -493,16 +507,31 @@ private:
 
 	int finish(int code)
 	{
-		// A pool whose creation never completed goes away: the client never connected all
-		// its fabric connections and sent nothing over them. A client sends lane requests
-		// only once all its connections are up (data_path's setup), and this accept thread
-		// may not have seen the last one's event yet: a pool that served a request stays.
-		bool remove =
-		    created_ && target_ && !target_->connected() && target_->served().requests == 0;
-		if (remove)
-			log_notice("{}: the client left before its fabric connections were up, "
-			           "and sent no request: the creation of pool {} did not complete",
-			           peer_, descriptor_);
+		// A pool whose creation never completed goes away, and one the application may
+		// have written to stays. A client of protocol 1.3 says when its create returns
+		// (create_done): nothing can have been acknowledged before. An older client is
+		// judged by the fabric: it sends lane requests only once all its connections are
+		// up, and the accept thread may not have seen the last one's event yet, so a pool
+		// that served a request stays (APM and commit persists are not requests: the
+		// reason 1.3 asks the client).
+		bool remove = false;
+		if (created_ && target_ && confirms_create_) {
+			remove = !create_done_;
+			if (remove)
+				log_notice(
+				    "{}: the client left before its create returned (it "
+				    "never sent create_done): the creation of pool {} did not "
+				    "complete",
+				    peer_, descriptor_);
+		} else if (created_ && target_) {
+			remove = !target_->connected() && target_->served().requests == 0;
+			if (remove)
+				log_notice(
+				    "{}: the client left before its fabric connections were "
+				    "up, and sent no request: the creation of pool {} did not "
+				    "complete",
+				    peer_, descriptor_);
+		}
 		teardown(remove);
 		return code;
 	}
@@ -565,7 +594,9 @@ private:
 	std::chrono::steady_clock::time_point last_message_ = std::chrono::steady_clock::now();
 	std::string descriptor_;
 	bool created_ = false;
-	bool stopped_ = false; // target_ stopped: only its remains are left
+	bool confirms_create_ = false; // the client speaks 1.3: it sends create_done
+	bool create_done_ = false;     // and did
+	bool stopped_ = false;         // target_ stopped: only its remains are left
 	ctl::session_file status_;
 };
 

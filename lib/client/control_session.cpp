@@ -70,6 +70,8 @@ const char *doing(ctl::msg_type answer)
 		return "the keep-alive ping";
 	case ctl::msg_type::checksum_resp:
 		return "reading the replica's block checksums";
+	case ctl::msg_type::create_done:
+		return "telling rpmemd the create completed";
 	default:
 		return "talking to rpmemd";
 	}
@@ -183,6 +185,18 @@ ctl::pool_response control_session::request_pool(const ctl::pool_request &req, b
 		                               create ? "create" : "open", req.descriptor,
 		                               resp.message.empty() ? "" : ": ", resp.message));
 	return resp;
+}
+
+void control_session::create_done()
+{
+	if (daemon_minor_ < ctl::create_done_since_minor)
+		return; // an older rpmemd judges by what its fabric saw (docs/protocol.md)
+	std::lock_guard lock(mutex_);
+	try {
+		ctl::send(*ssh_, ctl::encode(ctl::create_done{}));
+	} catch (const rpmem::error &e) {
+		fail_transport(e, ctl::msg_type::create_done);
+	}
 }
 
 void control_session::set_attr(const std::optional<ctl::pool_attr> &attr)

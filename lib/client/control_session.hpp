@@ -68,6 +68,12 @@ public:
 
 	/** create or open; a failure status becomes an rpmem::error with PMDK's errno. */
 	control::pool_response request_pool(const control::pool_request &req, bool create);
+	/**
+	 * Tells rpmemd (protocol 1.3 or later; nothing to an older one) that the create it
+	 * answered is about to return: from then on it keeps the pool when this client vanishes.
+	 * Not answered; the frame is written to the channel before this returns.
+	 */
+	void create_done();
 	void set_attr(const std::optional<control::pool_attr> &attr);
 	/** Sends close and waits for the reply; flags: control::close_flag_remove. */
 	void close(std::uint32_t flags);

@@ -110,6 +110,9 @@ std::unique_ptr<remote_pool> remote_pool::start(bool create, const std::string &
 		pool->data_ =
 		    std::make_unique<data_path>(resp.fabric, pool->ctl_->host(), addr, size,
 		                                std::min(req.nlanes, resp.fabric.nlanes), s);
+		// Last: until rpmemd reads this, it removes the pool if we vanish.
+		if (create)
+			pool->ctl_->create_done();
 	} catch (...) {
 		// The daemon removes a pool it created for us when we say so (or when we vanish).
 		try {

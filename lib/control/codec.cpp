@@ -184,6 +184,7 @@ void validate(const checksum_response &m, const checker &c)
 void validate(const set_attr_request &, const checker &) {}
 void validate(const ping &, const checker &) {}
 void validate(const pong &, const checker &) {}
+void validate(const create_done &, const checker &) {}
 
 // ---- encoding ------------------------------------------------------------------------------
 
@@ -526,6 +527,11 @@ std::vector<std::uint8_t> encode(const checksum_response &m)
 	});
 }
 
+std::vector<std::uint8_t> encode(const create_done &)
+{
+	return build_frame(checker(msg_type::create_done, false), [](wire::writer &) {});
+}
+
 // ---- decode --------------------------------------------------------------------------------
 
 hello decode_hello(std::span<const std::uint8_t> body)
@@ -609,6 +615,12 @@ checksum_response decode_checksum_response(std::span<const std::uint8_t> body)
 {
 	return decode_with<checksum_response>(msg_type::checksum_resp, body,
 	                                      read_checksum_response);
+}
+
+create_done decode_create_done(std::span<const std::uint8_t> body)
+{
+	return decode_with<create_done>(msg_type::create_done, body,
+	                                [](body_reader &, create_done &, const checker &) {});
 }
 
 } // namespace rpmem::control

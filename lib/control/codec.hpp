@@ -71,6 +71,7 @@ std::vector<std::uint8_t> encode(const ping &m);
 std::vector<std::uint8_t> encode(const pong &m);
 std::vector<std::uint8_t> encode(const checksum_request &m);
 std::vector<std::uint8_t> encode(const checksum_response &m);
+std::vector<std::uint8_t> encode(const create_done &m);
 
 // Each decoder takes a body (the frame without its header). The type argument selects the
 // type-specific rules (an open request carries no attributes) and names the message in errors.
@@ -97,6 +98,8 @@ pong decode_pong(std::span<const std::uint8_t> body);
 checksum_request decode_checksum_request(std::span<const std::uint8_t> body);
 /** At most max_checksums_per_message sums; a failure carries none and is the last. */
 checksum_response decode_checksum_response(std::span<const std::uint8_t> body);
+/** An empty body. */
+create_done decode_create_done(std::span<const std::uint8_t> body);
 
 /** A received frame whose header was validated; the body is not decoded yet. */
 struct message {
@@ -117,7 +120,7 @@ message receive(rpmem::byte_stream &stream, std::chrono::milliseconds timeout);
 /**
  * Decodes a received message as T; m.type must be one T is sent as (pool_request: create or open,
  * pool_response: create_resp or open_resp, status_response: set_attr_resp or close_resp, the
- * others their own type). Defined for the ten message structs.
+ * others their own type). Defined for the eleven message structs.
  */
 template <class T> T decode(const message &m);
 
@@ -131,6 +134,7 @@ template <> ping decode<ping>(const message &m);
 template <> pong decode<pong>(const message &m);
 template <> checksum_request decode<checksum_request>(const message &m);
 template <> checksum_response decode<checksum_response>(const message &m);
+template <> create_done decode<create_done>(const message &m);
 
 /** Throws protocol_error "expected <expected> message, received <got>" unless they are equal. */
 void check_type(msg_type expected, msg_type got);

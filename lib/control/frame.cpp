@@ -57,6 +57,8 @@ const char *msg_type_name(msg_type t) noexcept
 		return "checksum";
 	case msg_type::checksum_resp:
 		return "checksum_resp";
+	case msg_type::create_done:
+		return "create_done";
 	}
 	return "unknown";
 }
@@ -65,7 +67,7 @@ bool is_known(msg_type t) noexcept
 {
 	auto v = static_cast<std::uint16_t>(t);
 	return v >= static_cast<std::uint16_t>(msg_type::hello) &&
-	       v <= static_cast<std::uint16_t>(msg_type::checksum_resp);
+	       v <= static_cast<std::uint16_t>(msg_type::create_done);
 }
 
 frame_header decode_header(std::span<const std::uint8_t, header_size> bytes)
@@ -200,6 +202,12 @@ template <> checksum_response decode<checksum_response>(const message &m)
 {
 	check_type(msg_type::checksum_resp, m.type);
 	return decode_checksum_response(m.body);
+}
+
+template <> create_done decode<create_done>(const message &m)
+{
+	check_type(msg_type::create_done, m.type);
+	return decode_create_done(m.body);
 }
 
 } // namespace rpmem::control

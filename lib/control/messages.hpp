@@ -18,8 +18,9 @@ namespace rpmem::control
 inline constexpr std::uint32_t frame_magic = 0x4d505052; // "RPPM" read little-endian
 inline constexpr std::uint16_t proto_major = 1;
 /** 1.1: persist_method::commit (rpmemd offers it only to a client that announced 1.1).
- *  1.2: checksum requests (block checksums of the pool, for delta resync). */
-inline constexpr std::uint16_t proto_minor = 2;
+ *  1.2: checksum requests (block checksums of the pool, for delta resync).
+ *  1.3: create_done (the client's create returned; rpmemd keeps the pool from then on). */
+inline constexpr std::uint16_t proto_minor = 3;
 inline constexpr std::size_t header_size = 12;
 /** No message may be larger than this (header included): no unbounded allocation. */
 inline constexpr std::size_t max_message_size = 64 * 1024;
@@ -40,6 +41,7 @@ enum class msg_type : std::uint16_t {
 	pong = 11,          // daemon -> client
 	checksum = 12,      // client -> daemon, since 1.2: checksums of blocks of the pool
 	checksum_resp = 13, // daemon -> client: one or more per checksum request
+	create_done = 14,   // client -> daemon, since 1.3: its create returned; no answer
 };
 
 /** PMDK's remote status codes (librpmem 1.12 rpmem_common.h), same values. */
@@ -217,6 +219,17 @@ struct checksum_response {
 
 	bool operator==(const checksum_response &) const = default;
 };
+
+/**
+ * Since 1.3, sent by the client when its create is about to return (its fabric connections are
+ * up), and not answered. A pool created in a session stays when its client vanishes only if
+ * this arrived first: before it, nothing the application wrote can have been acknowledged.
+ * rpmemd judges a client older than 1.3 by what its fabric saw (docs/protocol.md).
+ */
+struct create_done {
+	bool operator==(const create_done &) const = default;
+};
+inline constexpr std::uint16_t create_done_since_minor = 3;
 
 struct ping {
 	std::uint64_t cookie = 0;

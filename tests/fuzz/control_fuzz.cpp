@@ -47,6 +47,8 @@ std::vector<std::uint8_t> reencode(const message &m)
 		return encode(decode<checksum_request>(m));
 	case msg_type::checksum_resp:
 		return encode(decode<checksum_response>(m));
+	case msg_type::create_done:
+		return encode(decode<create_done>(m));
 	}
 	std::abort(); // receive() and decode_header() only return known types
 }

@@ -420,6 +420,11 @@ TEST_CASE("a client killed right after create: the pool is complete and opens", 
 	check_ready(c.read_line(15s));
 	c.kill(SIGKILL);
 	CHECK(wait_rpmemd_gone(node, 5s) >= 0);
+	INFO("rpmemd's log:\n" << node.log_text());
+	// The client said so before its create returned: the pool stays by that, not by what
+	// rpmemd's fabric happened to see.
+	CHECK(node.log_text().find("the client's create of pool pool.set returned") !=
+	      std::string::npos);
 	CHECK(std::filesystem::exists(node.part("pool.set")));
 	local_pool local(pool_size);
 	unsigned nlanes = 1;
@@ -460,62 +465,105 @@ TEST_CASE("a create never followed by a fabric connection leaves no pool behind"
 	CHECK(!std::filesystem::exists(node.part("pool.set")));
 }
 
-TEST_CASE("a created pool that served a request stays when its client dies, every connection "
-          "seen or not",
-          "[fault]")
+/**
+ * A client of protocol 1.`minor` that creates pool.set, makes one of its two fabric
+ * connections, persists `bytes` at 4096 inline over it (answered) unless they are empty,
+ * sends create_done if `done`, and vanishes without a close. rpmemd's accept thread may see
+ * that one connection late, and never sees the other: the worst moment for judging whether
+ * the creation completed.
+ */
+void create_persist_and_vanish(replica &node, std::uint16_t minor, bool done,
+                               const std::string &bytes)
 {
-	// rpmemd removes a pool whose creation never completed, and judged that by whether it had
-	// seen every fabric connection established. A client sends lane requests only once all
-	// its connections are up (data_path's setup), but rpmemd learns of the last one from its
-	// accept thread, which can be late: a killed client's pool, with data persisted in it,
-	// was removed (seen once: the asynchronous writer's kill test found its replica gone).
-	// Forced here: of two connections one is made, a persist goes over it, and the client
-	// vanishes.
 	namespace fab = rpmem::fabric;
 	namespace ln = rpmem::lane;
+	auto opts = node.options();
+	rpmem::client::control_session s(node.target(), opts.command, *opts.ssh, 10s);
+	auto req = create_request();
+	req.minor = minor;
+	auto resp = s.request_pool(req, true);
+	const auto &f = resp.fabric;
+	REQUIRE(f.nendpoints == 2);
+	raw_connection raw(f);
+	auto &ep = raw.ep;
+	std::array<std::uint8_t, ln::response_size> reply{};
+	REQUIRE(ep.recv(reply.data(), reply.size(), nullptr, nullptr) == fab::post_status::posted);
+	std::array<std::uint8_t, ln::conn_data_size> cd{};
+	ln::encode(ln::conn_data{f.secret, 0}, cd.data());
+	auto ev = raw.connect(cd);
+	REQUIRE(ev);
+	REQUIRE_FALSE(ev->is_error());
+	REQUIRE(ev->type == FI_CONNECTED);
+	if (bytes.empty()) {
+		if (done)
+			s.create_done();
+		return;
+	}
+	std::vector<std::uint8_t> msg(ln::request_header_size + ln::entry_size(bytes.size(), true));
+	ln::encode(ln::request{ln::op::persist, 0, 0, 1, 42}, msg.data());
+	ln::encode(4096, bytes.size(), bytes.data(), msg.data() + ln::request_header_size);
+	REQUIRE(ep.send(msg.data(), msg.size(), nullptr, nullptr) == fab::post_status::posted);
+	bool answered = false;
+	for (int i = 0; i < 100 && !answered; ++i) {
+		std::array<fab::cq_entry, 4> e{};
+		auto r = raw.cq.sread(e, 100ms);
+		REQUIRE_FALSE(r.error);
+		for (std::size_t k = 0; k < r.count; ++k)
+			answered |= (e[k].flags & FI_RECV) != 0;
+	}
+	REQUIRE(answered);
+	auto got = ln::decode_response(reply);
+	REQUIRE(got);
+	CHECK(got->err == 0);
+	CHECK(got->cookie == 42);
+	if (done)
+		s.create_done();
+} // no close: the client is gone
+
+TEST_CASE("a created pool stays once its client said create_done, every connection seen or not",
+          "[fault]")
+{
+	// Protocol 1.3: rpmemd keeps a created pool whose client sent create_done, whatever its
+	// fabric saw. Before, it judged by the fabric alone: all connections seen, or a lane
+	// request served. Its accept thread can be late (a killed client's pool, with data in
+	// it, was removed once), and APM and commit persists are no requests. Forced here: one
+	// connection of two, no request, then create_done.
 	sshd server;
 	replica node(server);
 	node.write_poolset("pool.set", {"8M"});
-	auto opts = node.options();
+	create_persist_and_vanish(node, ctl::proto_minor, true, "");
+	CHECK(wait_rpmemd_gone(node, 5s) >= 0);
+	INFO("rpmemd's log:\n" << node.log_text());
+	CHECK(std::filesystem::exists(node.part("pool.set")));
+	CHECK(node.log_text().find("removed pool") == std::string::npos);
+}
+
+TEST_CASE("a create whose client vanished before create_done is removed, requests served or not",
+          "[fault]")
+{
+	// The client's create had not returned: nothing the application wrote was acknowledged.
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	create_persist_and_vanish(node, ctl::proto_minor, false, "probe");
+	CHECK(wait_rpmemd_gone(node, 5s) >= 0);
+	INFO("rpmemd's log:\n" << node.log_text());
+	CHECK(!std::filesystem::exists(node.part("pool.set")));
+	CHECK(node.log_text().find("it never sent create_done): the creation of pool pool.set did "
+	                           "not complete") != std::string::npos);
+	CHECK(node.log_text().find("removed pool pool.set created in this session") !=
+	      std::string::npos);
+}
+
+TEST_CASE("a client older than protocol 1.3 whose pool served a request: the pool stays", "[fault]")
+{
+	// Such a client sends no create_done: rpmemd judges by its fabric, and a lane request
+	// served means all the client's connections were up, seen by the accept thread or not.
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
 	const std::string bytes = "persisted";
-	{
-		rpmem::client::control_session s(node.target(), opts.command, *opts.ssh, 10s);
-		const auto req = create_request();
-		auto resp = s.request_pool(req, true);
-		const auto &f = resp.fabric;
-		REQUIRE(f.nendpoints == 2);
-		raw_connection raw(f);
-		auto &ep = raw.ep;
-		std::array<std::uint8_t, ln::response_size> reply{};
-		REQUIRE(ep.recv(reply.data(), reply.size(), nullptr, nullptr) ==
-		        fab::post_status::posted);
-		std::array<std::uint8_t, ln::conn_data_size> cd{};
-		ln::encode(ln::conn_data{f.secret, 0}, cd.data());
-		auto ev = raw.connect(cd);
-		REQUIRE(ev);
-		REQUIRE_FALSE(ev->is_error());
-		REQUIRE(ev->type == FI_CONNECTED);
-		// One persist of 9 bytes, inline, on lane 0.
-		std::vector<std::uint8_t> msg(ln::request_header_size +
-		                              ln::entry_size(bytes.size(), true));
-		ln::encode(ln::request{ln::op::persist, 0, 0, 1, 42}, msg.data());
-		ln::encode(4096, bytes.size(), bytes.data(), msg.data() + ln::request_header_size);
-		REQUIRE(ep.send(msg.data(), msg.size(), nullptr, nullptr) ==
-		        fab::post_status::posted);
-		bool answered = false;
-		for (int i = 0; i < 100 && !answered; ++i) {
-			std::array<fab::cq_entry, 4> e{};
-			auto r = raw.cq.sread(e, 100ms);
-			REQUIRE_FALSE(r.error);
-			for (std::size_t k = 0; k < r.count; ++k)
-				answered |= (e[k].flags & FI_RECV) != 0;
-		}
-		REQUIRE(answered);
-		auto got = ln::decode_response(reply);
-		REQUIRE(got);
-		CHECK(got->err == 0);
-		CHECK(got->cookie == 42);
-	} // no close: the client is gone
+	create_persist_and_vanish(node, ctl::create_done_since_minor - 1, false, bytes);
 	CHECK(wait_rpmemd_gone(node, 5s) >= 0);
 	INFO("rpmemd's log:\n" << node.log_text());
 	REQUIRE(std::filesystem::exists(node.part("pool.set")));

@@ -178,6 +178,27 @@ TEST_CASE("host keys and client keys are checked through the pool API", "[pool][
 	CHECK(!std::filesystem::exists(fx.node.part("pool.set")));
 }
 
+TEST_CASE("an rpmemd of protocol 1.2 is sent no create_done: create, persist and close work",
+          "[pool][compat]")
+{
+	// tests/support/old_rpmemd.py passes the real rpmemd's control channel through, announces
+	// 1.2 in its hello and ends the session on a message type 1.2 did not know, as such an
+	// rpmemd would: a create_done sent to it fails the close.
+	remote_setup fx(pool_size);
+	auto opts = fx.node.options();
+	opts.command = "python3 " RPMEM_SOURCE_DIR "/tests/support/old_rpmemd.py " +
+	               std::to_string(rpmem::control::create_done_since_minor - 1) + " " +
+	               opts.command;
+	unsigned nlanes = 1;
+	auto pool = fx.create(nlanes, opts);
+	std::memset(fx.local.data() + 4096, 0x5a, 4096);
+	pool->persist(4096, 4096, 0, 0);
+	pool->close();
+	INFO("rpmemd's log:\n" << fx.node.log_text());
+	CHECK(fx.node.log_text().find("create of pool pool.set returned") == std::string::npos);
+	CHECK(slurp(fx.node.part("pool.set")).substr(4096, 4096) == std::string(4096, '\x5a'));
+}
+
 TEST_CASE("a Host alias from an ssh config file works", "[pool]")
 {
 	remote_setup fx(pool_size);

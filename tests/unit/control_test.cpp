@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cerrno>
+#include <string>
 #include <string_view>
 
 using namespace rpmem::control;
@@ -143,6 +144,16 @@ TEST_CASE("every message survives a round trip with every field set", "[control]
 	check_round_trip(full, encode(full), msg_type::checksum_resp);
 	checksum_response failed{status::unsupported, ENOTSUP, "checksums are off", 0, true, {}};
 	check_round_trip(failed, encode(failed), msg_type::checksum_resp);
+	check_round_trip(create_done{}, encode(create_done{}), msg_type::create_done);
+}
+
+TEST_CASE("create_done is a bare header, and a body is refused", "[control][codec]")
+{
+	const bytes frame = encode(create_done{});
+	REQUIRE(frame.size() == header_size);
+	CHECK(header_of(frame) == frame_header{msg_type::create_done, header_size});
+	CHECK(decode<create_done>(message_of(frame)) == create_done{});
+	require_proto_error([] { decode_create_done(bytes{0x00}); }, {"create_done"});
 }
 
 TEST_CASE("golden bytes: checksum request and response", "[control][codec]")
@@ -238,7 +249,7 @@ TEST_CASE("golden bytes: hello", "[control][codec]")
 	m.message = "x";
 	const bytes expected = {
 	    0x52, 0x50, 0x50, 0x4d, 0x01, 0x00, 0x00, 0x00, 0x22, 0x00, 0x00, 0x00, // header
-	    0x01, 0x00, 0x02, 0x00,                  // major 1, minor 2
+	    0x01, 0x00, 0x03, 0x00,                  // major 1, minor 3
 	    0x06, 0x00, 0x00, 0x00,                  // status fatal
 	    0x0d, 0x00, 0x00, 0x00,                  // err
 	    0x05, 0x00, '0',  '.',  '1',  '.',  '0', // daemon_version
@@ -279,7 +290,7 @@ TEST_CASE("frame headers are validated", "[control][codec]")
 	};
 	require_proto_error([&] { decode_patched(0, 0x4d505053, 4); }, {"magic", "0x4d505053"});
 	require_proto_error([&] { decode_patched(4, 0, 2); }, {"unknown message type 0"});
-	require_proto_error([&] { decode_patched(4, 14, 2); }, {"unknown message type 14"});
+	require_proto_error([&] { decode_patched(4, 15, 2); }, {"unknown message type 15"});
 	require_proto_error([&] { decode_patched(4, 0xffff, 2); }, {"unknown message type 65535"});
 	require_proto_error([&] { decode_patched(6, 0x8000, 2); }, {"flags", "0x8000"});
 	require_proto_error([&] { decode_patched(8, header_size - 1, 4); }, {"length 11"});
@@ -404,8 +415,10 @@ TEST_CASE("protocol versions", "[control][codec]")
 		raw_request r;
 		r.major = proto_major + 1;
 		r.minor = 4;
+		const std::string ours =
+		    std::to_string(proto_major) + "." + std::to_string(proto_minor);
 		require_proto_error([&] { decode_pool_request(r.body(), msg_type::open); },
-		                    {"open", "major", "2.4", "1.2"});
+		                    {"open", "major", "2.4", ours});
 	}
 }
 
@@ -455,7 +468,9 @@ TEST_CASE("message type names", "[control][codec]")
 	CHECK(is_known(msg_type::pong));
 	CHECK(is_known(msg_type::checksum_resp));
 	CHECK(std::string(msg_type_name(msg_type::checksum)) == "checksum");
-	CHECK_FALSE(is_known(static_cast<msg_type>(14)));
+	CHECK(is_known(msg_type::create_done));
+	CHECK(std::string(msg_type_name(msg_type::create_done)) == "create_done");
+	CHECK_FALSE(is_known(static_cast<msg_type>(15)));
 }
 
 TEST_CASE("status errno and text match PMDK's table", "[control][status]")

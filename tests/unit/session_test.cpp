@@ -169,9 +169,10 @@ struct session_fixture {
 		a.uuid[0] = 0x17;
 		return a;
 	}
-	ctl::pool_response create()
+	ctl::pool_response create(std::uint16_t minor = ctl::proto_minor)
 	{
 		auto r = request();
+		r.minor = minor;
 		r.attr = attr();
 		ctl::send(*client, ctl::encode(r, ctl::msg_type::create));
 		return ctl::decode<ctl::pool_response>(ctl::receive(*client, reply_timeout));
@@ -181,6 +182,8 @@ struct session_fixture {
 		ctl::send(*client, ctl::encode(request(), ctl::msg_type::open));
 		return ctl::decode<ctl::pool_response>(ctl::receive(*client, reply_timeout));
 	}
+	/** What a client of 1.3 sends when its create returns (no answer). */
+	void create_done() { ctl::send(*client, ctl::encode(ctl::create_done{})); }
 	ctl::status_response close(std::uint32_t flags = 0)
 	{
 		ctl::send(*client, ctl::encode(ctl::close_request{flags}));
@@ -305,9 +308,80 @@ TEST_CASE("session: a silent client, or a broken fabric, ends the session and fr
 	}
 	f.start();
 	REQUIRE(f.create().st == ctl::status::success);
+	f.create_done();
 	CHECK(f.wait_exit() == rpmemd::exit_peer_gone);
 	CHECK(f.fake.stopped);
-	CHECK(fs::exists(f.part())); // connected: a real pool, kept
+	CHECK(fs::exists(f.part())); // its create returned: a real pool, kept
+	CHECK(f.reopens());
+}
+
+TEST_CASE("session: a created pool outlives its client exactly when create_done came first",
+          "[session]")
+{
+	// Protocol 1.3: the client's word, not what the fabric saw, decides.
+	session_fixture f;
+	bool done = false;
+	SECTION("every connection up, requests served, no create_done: removed")
+	{
+		f.fake.served.requests = 7;
+	}
+	SECTION("no connection seen, no request, create_done: kept")
+	{
+		f.fake.connected = false;
+		done = true;
+	}
+	SECTION("every connection up, create_done: kept")
+	{
+		done = true;
+	}
+	f.start();
+	REQUIRE(f.create().st == ctl::status::success);
+	if (done)
+		f.create_done();
+	f.hang_up();
+	CHECK(f.wait_exit() == rpmemd::exit_peer_gone);
+	CHECK(fs::exists(f.part()) == done);
+}
+
+TEST_CASE("session: a client older than 1.3 is judged by its fabric", "[session]")
+{
+	session_fixture f;
+	bool kept = true;
+	SECTION("every connection seen: kept") {}
+	SECTION("a connection not seen, but a request served: kept")
+	{
+		f.fake.connected = false;
+		f.fake.served.requests = 1;
+	}
+	SECTION("a connection not seen, no request: removed")
+	{
+		f.fake.connected = false;
+		kept = false;
+	}
+	f.start();
+	REQUIRE(f.create(ctl::create_done_since_minor - 1).st == ctl::status::success);
+	f.hang_up();
+	CHECK(f.wait_exit() == rpmemd::exit_peer_gone);
+	CHECK(fs::exists(f.part()) == kept);
+}
+
+TEST_CASE("session: create_done where no pool was created ends the session, the pool kept",
+          "[session]")
+{
+	session_fixture f;
+	REQUIRE(fs::exists(f.part()) == false);
+	f.start();
+	REQUIRE(f.create().st == ctl::status::success);
+	f.create_done();
+	REQUIRE(f.close().st == ctl::status::success);
+	REQUIRE(f.wait_exit() == rpmemd::exit_ok);
+
+	f.new_connection();
+	f.start();
+	REQUIRE(f.open().st == ctl::status::success);
+	f.create_done(); // after an open: the client is broken
+	CHECK(f.wait_exit() == rpmemd::exit_protocol);
+	CHECK(fs::exists(f.part()));
 	CHECK(f.reopens());
 }
 
