@@ -514,8 +514,11 @@ private:
 		// up, and the accept thread may not have seen the last one's event yet, so a pool
 		// that served a request stays (APM and commit persists are not requests: the
 		// reason 1.3 asks the client).
+		// (After a close, or a failed create, the pool is already closed: nothing to
+		// judge.)
+		const bool judged = created_ && target_ && pool_;
 		bool remove = false;
-		if (created_ && target_ && confirms_create_) {
+		if (judged && confirms_create_) {
 			remove = !create_done_;
 			if (remove)
 				log_notice(
@@ -523,7 +526,7 @@ private:
 				    "never sent create_done): the creation of pool {} did not "
 				    "complete",
 				    peer_, descriptor_);
-		} else if (created_ && target_) {
+		} else if (judged) {
 			remove = !target_->connected() && target_->served().requests == 0;
 			if (remove)
 				log_notice(

@@ -462,7 +462,24 @@ TEST_CASE("a create never followed by a fabric connection leaves no pool behind"
 		s.request_pool(req, true);
 		s.close(ctl::close_flag_remove);
 	}
+	CHECK(wait_rpmemd_gone(node, 5s) >= 0);
 	CHECK(!std::filesystem::exists(node.part("pool.set")));
+	// Closed without "remove": the client decided, the pool stays.
+	{
+		rpmem::client::control_session s(node.target(), opts.command, *opts.ssh, 10s);
+		const auto req = create_request();
+		s.request_pool(req, true);
+		s.close(0);
+	}
+	CHECK(wait_rpmemd_gone(node, 5s) >= 0);
+	CHECK(std::filesystem::exists(node.part("pool.set")));
+	// Closed by the client, either way: nothing for rpmemd to judge at the end, so no such
+	// notice.
+	const auto log = node.log_text();
+	INFO("rpmemd's log:\n" << log);
+	const auto first = log.find("did not complete");
+	CHECK((first != std::string::npos &&
+	       log.find("did not complete", first + 1) == std::string::npos));
 }
 
 /**
