@@ -158,7 +158,27 @@ void require_equal(const std::string &master, const std::string &replica, const 
 	INFO(what);
 	REQUIRE(replica.size() == master.size());
 	auto mismatch = std::mismatch(master.begin(), master.end(), replica.begin());
-	INFO("first difference at data offset " << (mismatch.first - master.begin()));
+	if (mismatch.first == master.end())
+		return;
+	// What differs, for the reader of a failure: 128 bytes of each from the 64-byte line of
+	// the first difference, and how far the differences reach.
+	const auto at = static_cast<std::size_t>(mismatch.first - master.begin());
+	const std::size_t from = at & ~std::size_t(63), to = std::min(from + 128, master.size());
+	std::string hm, hr;
+	for (std::size_t k = from; k < to; ++k) {
+		hm += fmt::format("{:02x}", static_cast<unsigned char>(master[k]));
+		hr += fmt::format("{:02x}", static_cast<unsigned char>(replica[k]));
+	}
+	std::size_t ndiff = 0, last = at;
+	for (std::size_t k = at; k < master.size(); ++k)
+		if (master[k] != replica[k]) {
+			++ndiff;
+			last = k;
+		}
+	INFO("first difference at data offset " << at << "; " << ndiff
+	                                        << " bytes differ, the last at " << last);
+	INFO("master  @" << from << ": " << hm);
+	INFO("replica @" << from << ": " << hr);
 	REQUIRE(mismatch.first == master.end());
 }
 
