@@ -537,6 +537,20 @@ void create_persist_and_vanish(replica &node, std::uint16_t minor, bool done,
 		s.create_done();
 } // no close: the client is gone
 
+/** One replica with pool.set (8M), a create_persist_and_vanish client on it, and its rpmemd
+ *  gone after. */
+struct vanished_client {
+	sshd server;
+	replica node{server};
+
+	vanished_client(std::uint16_t minor, bool done, const std::string &bytes)
+	{
+		node.write_poolset("pool.set", {"8M"});
+		create_persist_and_vanish(node, minor, done, bytes);
+		CHECK(wait_rpmemd_gone(node, 5s) >= 0);
+	}
+};
+
 TEST_CASE("a created pool stays once its client said create_done, every connection seen or not",
           "[fault]")
 {
@@ -545,11 +559,8 @@ TEST_CASE("a created pool stays once its client said create_done, every connecti
 	// request served. Its accept thread can be late (a killed client's pool, with data in
 	// it, was removed once), and APM and commit persists are no requests. Forced here: one
 	// connection of two, no request, then create_done.
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	create_persist_and_vanish(node, ctl::proto_minor, true, "");
-	CHECK(wait_rpmemd_gone(node, 5s) >= 0);
+	vanished_client c(ctl::proto_minor, true, "");
+	auto &node = c.node;
 	INFO("rpmemd's log:\n" << node.log_text());
 	CHECK(std::filesystem::exists(node.part("pool.set")));
 	CHECK(node.log_text().find("removed pool") == std::string::npos);
@@ -559,11 +570,8 @@ TEST_CASE("a create whose client vanished before create_done is removed, request
           "[fault]")
 {
 	// The client's create had not returned: nothing the application wrote was acknowledged.
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
-	create_persist_and_vanish(node, ctl::proto_minor, false, "probe");
-	CHECK(wait_rpmemd_gone(node, 5s) >= 0);
+	vanished_client c(ctl::proto_minor, false, "probe");
+	auto &node = c.node;
 	INFO("rpmemd's log:\n" << node.log_text());
 	CHECK(!std::filesystem::exists(node.part("pool.set")));
 	CHECK(node.log_text().find("it never sent create_done): the creation of pool pool.set did "
@@ -576,12 +584,9 @@ TEST_CASE("a client older than protocol 1.3 whose pool served a request: the poo
 {
 	// Such a client sends no create_done: rpmemd judges by its fabric, and a lane request
 	// served means all the client's connections were up, seen by the accept thread or not.
-	sshd server;
-	replica node(server);
-	node.write_poolset("pool.set", {"8M"});
 	const std::string bytes = "persisted";
-	create_persist_and_vanish(node, ctl::create_done_since_minor - 1, false, bytes);
-	CHECK(wait_rpmemd_gone(node, 5s) >= 0);
+	vanished_client c(ctl::create_done_since_minor - 1, false, bytes);
+	auto &node = c.node;
 	INFO("rpmemd's log:\n" << node.log_text());
 	REQUIRE(std::filesystem::exists(node.part("pool.set")));
 	CHECK(slurp(node.part("pool.set")).substr(4096, bytes.size()) == bytes);
