@@ -6,7 +6,7 @@
 
 #include "pool_store.hpp"
 
-#include "device_dax.hpp"
+#include "pmdk/device_dax.hpp"
 #include "poolset/poolset.hpp"
 
 #include <array>

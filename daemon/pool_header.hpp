@@ -5,6 +5,7 @@
 #pragma once
 
 #include "pmdk/bus_error.hpp"
+#include "pmdk/device_dax.hpp"
 #include "pmdk/part_file.hpp"
 #include "pmdk/pool_header.hpp"
 #include "pmdk/pool_map.hpp"

@@ -4,7 +4,7 @@
 // PMDK-compatible headers, one flock per part and descriptors confined to the directory.
 #pragma once
 
-#include "device_dax.hpp"
+#include "pmdk/device_dax.hpp"
 #include "pool_header.hpp"
 
 #include "control/messages.hpp"

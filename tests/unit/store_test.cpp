@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rpmemd pool store: real part files in a temporary poolset directory, real mappings, and
 // PMDK's own pmempool as the judge of header compatibility.
-#include "device_dax.hpp"
+#include "pmdk/device_dax.hpp"
 #include "pool_header.hpp"
 #include "pool_store.hpp"
 
@@ -643,7 +643,7 @@ TEST_CASE("Device DAX parts are detected and sized through sysfs (a fake tree)",
 {
 	tmp_store t;
 	fake_dax dax(t.root, "dax0.0", 8 * MiB, 2 * MiB);
-	rpmemd::sysfs sys(dax.sys.string());
+	rpmem::pmdk::sysfs sys(dax.sys.string());
 	struct stat st = {};
 	REQUIRE(stat(dax.node.c_str(), &st) == 0);
 	auto d = sys.device_dax(st, dax.node.string());

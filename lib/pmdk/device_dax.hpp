@@ -10,7 +10,7 @@
 #include <string>
 #include <sys/stat.h>
 
-namespace rpmemd
+namespace rpmem::pmdk
 {
 
 /** What a Device DAX offers: its size, and the alignment every mapping of it must keep. */
@@ -39,4 +39,4 @@ private:
 	std::string root_;
 };
 
-} // namespace rpmemd
+} // namespace rpmem::pmdk

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "device_dax.hpp"
+#include "pmdk/device_dax.hpp"
 
 #include <rpmem/error.hpp>
 
@@ -12,7 +12,7 @@
 #include <string_view>
 #include <sys/sysmacros.h>
 
-namespace rpmemd
+namespace rpmem::pmdk
 {
 namespace
 {
@@ -63,4 +63,4 @@ std::optional<dax_device> sysfs::device_dax(const struct stat &st, const std::st
 	return dax_device{.size = *size, .alignment = *align};
 }
 
-} // namespace rpmemd
+} // namespace rpmem::pmdk
