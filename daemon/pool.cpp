@@ -37,9 +37,9 @@ using namespace store_detail;
 
 // ---------------------------------------------------------------------------------- pool
 
-pool::pool(std::string descriptor, std::vector<part_file> parts, unsigned nhdrs, bool single_header)
-    : descriptor_(std::move(descriptor)), parts_(std::move(parts)), nhdrs_(nhdrs),
-      single_header_(single_header)
+pool::pool(std::string descriptor, part_set parts, bool single_header)
+    : descriptor_(std::move(descriptor)), parts_(std::move(parts)),
+      nhdrs_(static_cast<unsigned>(parts_.headers())), single_header_(single_header)
 {
 }
 
@@ -55,18 +55,8 @@ pool::~pool()
 
 void pool::map_parts()
 {
-	std::vector<map_source> sources;
-	for (std::size_t i = 0; i < parts_.size(); ++i) {
-		auto [off, len] = part_extent(i, parts_[i].size, parts_.size(), nhdrs_);
-		auto align = parts_[i].dax_alignment;
-		sources.push_back({.fd = parts_[i].fd.get(),
-		                   .offset = off,
-		                   .length = align ? len & ~(align - 1) : len,
-		                   .path = parts_[i].path,
-		                   .dax_alignment = align});
-	}
 	try {
-		map_ = std::make_unique<pool_map>(sources);
+		map_ = parts_.map();
 	} catch (const rpmem::error &e) {
 		throw store_error(status_of_errno(e.errnum()), e.errnum(),
 		                  fmt::format("pool {}: {}", descriptor_, e.message()));
@@ -81,13 +71,6 @@ void pool::map_parts()
 	AnnotateBenignRaceSized(__FILE__, __LINE__, map_->base(), map_->size(),
 	                        "pool bytes, ordered by the client");
 #endif
-}
-
-header_window pool::window(unsigned p) const
-{
-	const auto &f = parts_[p];
-	return header_window(f.fd.get(), map_->map_sync(), is_pmem(), f.path,
-	                     std::max<std::uint64_t>(pool_hdr_size, f.dax_alignment));
 }
 
 void pool::write_headers(const pool_attr &attr)
@@ -187,7 +170,7 @@ void pool::check_unsafe_shutdown(const pool_hdr &first)
 device_state pool::devices() const
 {
 	try {
-		return devices_of(parts_);
+		return devices_of(parts_.parts());
 	} catch (const rpmem::error &e) {
 		throw store_error(status_of_errno(e.errnum()), e.errnum(),
 		                  fmt::format("pool {}: {}", descriptor_, e.message()));
@@ -246,12 +229,7 @@ void pool::discard() noexcept
 {
 	marked_open_ = false;
 	map_.reset();
-	unlink_created(parts_);
-	// Adopted parts had all-zero headers (check_unused): give them back that way. Best
-	// effort: if it fails, the next create reports the part as in use.
-	for (const auto &f : parts_)
-		if (!f.created)
-			zero_head(f.fd.get(), f.path, pool_hdr_size, f.dax_alignment);
+	parts_.discard();
 }
 
 } // namespace rpmemd

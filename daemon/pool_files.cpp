@@ -3,24 +3,13 @@
 // of set.c, rewritten.
 #include "pool_files.hpp"
 
-#include "unsafe_shutdown.hpp"
-
 #include "poolset/poolset.hpp"
 
 #include <fmt/format.h>
-#include <libpmem.h>
 
-#include <algorithm>
 #include <array>
 #include <cerrno>
-#include <climits>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 namespace rpmemd::store_detail
@@ -188,197 +177,34 @@ void check_create_attr(const layout &l, const std::optional<pool_attr> &attr)
 		                 l.single_header ? "not set" : "set"));
 }
 
-void lock_part(int fd, const std::string &path, std::string_view descriptor)
+part_rules rules_for(std::string_view descriptor, const sysfs &sys)
 {
-	const int e = try_lock(fd);
-	if (e == 0)
-		return;
-	if (e == EWOULDBLOCK)
-		fail(status::busy, EBUSY,
-		     fmt::format("pool {} is in use by another rpmemd{}: part {} is locked; close "
-		                 "the pool there first",
-		                 descriptor, lock_holder(fd), path));
-	fail_errno(e, fmt::format("cannot lock pool part {}", path));
+	part_rules r;
+	r.owner = fmt::format("pool {}", descriptor);
+	r.in_use_remedy = "another rpmemd has the pool open; close the pool there first";
+	r.exists_remedy = "remove the pool first (rpmemd --remove)";
+	r.sizes = part_rules::size_rule::exact;
+	r.dax = sys;
+	return r;
 }
 
-/** A Device DAX part as sysfs describes it; refuses other character devices. */
-std::optional<dax_device> dax_of(const sysfs &sys, const struct stat &st,
-                                 const rpmem::poolset::part &p, std::string_view descriptor)
+[[noreturn]] void fail_parts(const rpmem::error &e)
 {
+	fail(e.errnum() == EBUSY ? status::busy : status_of_errno(e.errnum()), e.errnum(),
+	     e.message());
+}
+
+part_set acquire_parts(const layout &l, std::string_view descriptor, bool create, const sysfs &sys)
+{
+	const auto rules = rules_for(descriptor, sys);
 	try {
-		return sys.device_dax(st, p.path);
-	} catch (const rpmem::error &e) {
-		fail(status::pool_cfg, EINVAL, fmt::format("pool {}: {}", descriptor, e.message()));
-	}
-}
-
-part_file open_part(const rpmem::poolset::part &p, std::string_view descriptor, const sysfs &sys)
-{
-	part_file f{.fd = unique_fd(::open(p.path.c_str(), O_RDWR | O_CLOEXEC)),
-	            .path = p.path,
-	            .size = p.size};
-	if (f.fd.get() < 0)
-		fail_errno(errno,
-		           fmt::format("cannot open part {} of pool {}", p.path, descriptor));
-	struct stat st = {};
-	if (fstat(f.fd.get(), &st) != 0)
-		fail_errno(errno, fmt::format("cannot stat part {}", p.path));
-	auto dax = dax_of(sys, st, p, descriptor);
-	if (!S_ISREG(st.st_mode) && !dax)
-		fail(status::pool_cfg, EINVAL,
-		     fmt::format("part {} of pool {} is neither a regular file nor a Device DAX",
-		                 p.path, descriptor));
-	lock_part(f.fd.get(), p.path, descriptor);
-	// A Device DAX is as large as sysfs says; PMDK too wanted the declared size to match.
-	auto size = dax ? dax->size : static_cast<std::uint64_t>(st.st_size);
-	if (size != p.size)
-		fail(status::pool_cfg, EINVAL,
-		     fmt::format("part {} of pool {} is {}{} bytes but the pool set declares {}: "
-		                 "declare its size",
-		                 p.path, descriptor, dax ? "a Device DAX of " : "", size, p.size));
-	f.dax_alignment = dax ? dax->alignment : 0;
-	return f;
-}
-
-/** PMDK accepts an existing part of the declared size whose header area is all zeros. */
-/** A Device DAX has no read(2): its head is read through a mapping of its alignment. */
-std::array<std::uint8_t, pool_hdr_size> read_head(const part_file &f)
-{
-	std::array<std::uint8_t, pool_hdr_size> head{};
-	if (f.dax_alignment) {
-		try {
-			header_window w(f.fd.get(), false, true, f.path, f.dax_alignment);
-			std::memcpy(head.data(), &w.hdr(), head.size());
-		} catch (const rpmem::error &e) {
-			throw store_error(status_of_errno(e.errnum()), e.errnum(), e.message());
-		}
-	} else if (pread(f.fd.get(), head.data(), head.size(), 0) < 0) {
-		fail_errno(errno, fmt::format("cannot read part {}", f.path));
-	}
-	return head;
-}
-
-void check_unused(const part_file &f, std::string_view descriptor)
-{
-	for (auto b : read_head(f))
-		if (b != 0)
-			fail(
-			    status::exists, EEXIST,
-			    fmt::format("cannot create pool {}: part {} already exists and is in "
-			                "use (its first 4 KiB are not zero); remove the pool first "
-			                "(rpmemd --remove)",
-			                descriptor, f.path));
-}
-
-part_file create_part(const rpmem::poolset::part &p, std::string_view descriptor, const sysfs &sys)
-{
-	// 0600: the umask can only narrow it; PMDK's rpmemd widened parts to 0666.
-	int fd = ::open(p.path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0 && errno == EEXIST) { // an earlier pool's file, or a Device DAX
-		part_file f = open_part(p, descriptor, sys);
-		check_unused(f, descriptor);
-		return f;
-	}
-	if (fd < 0)
-		fail_errno(errno,
-		           fmt::format("cannot create part {} of pool {}", p.path, descriptor));
-	part_file f{.fd = unique_fd(fd), .path = p.path, .size = p.size, .created = true};
-	return f;
-}
-
-/** Allocates the blocks now, so a full file system fails here instead of as SIGBUS later. */
-void allocate_part(const part_file &f)
-{
-	int rc = posix_fallocate(f.fd.get(), 0, static_cast<off_t>(f.size));
-	if (rc != 0)
-		fail_errno(rc, fmt::format("cannot allocate {} bytes for part {}", f.size, f.path));
-}
-
-/** Zeroes the first `len` bytes of a part (a Device DAX through a mapping: it has no
- *  write(2)); false if that failed. */
-bool zero_head(int fd, const std::string &path, std::uint64_t len,
-               std::uint64_t dax_alignment) noexcept
-{
-	try {
-		if (!dax_alignment) {
-			std::vector<std::uint8_t> zeros(len, 0);
-			return pwrite(fd, zeros.data(), zeros.size(), 0) ==
-			       static_cast<ssize_t>(len);
-		}
-		header_window w(fd, false, true, path, std::max(len, dax_alignment));
-		pmem_memset_persist(&w.hdr(), 0, len);
-		return true;
-	} catch (...) {
-		return false;
-	}
-}
-
-/** Removes a part as PMDK's util_unlink did: unlinks a file, zeroes the head of a Device DAX
- *  (which outlives any pool on it). Returns 0 or the errno. */
-int remove_part(const part_file &f) noexcept
-{
-	if (!f.dax_alignment)
-		return ::unlink(f.path.c_str()) == 0 ? 0 : errno;
-	unique_fd rw(::open(f.path.c_str(), O_RDWR | O_CLOEXEC));
-	if (rw.get() < 0)
-		return errno;
-	return zero_head(rw.get(), f.path, std::min(dax_zero_length, f.size), f.dax_alignment)
-	           ? 0
-	           : EIO;
-}
-
-void unlink_created(std::vector<part_file> &parts) noexcept
-{
-	for (auto &f : parts)
-		if (f.created)
-			::unlink(f.path.c_str());
-}
-
-/** Opens (create: creates) and locks every part; on failure removes what it created. */
-/** PMDK's util_poolset_check_devdax: Device DAX parts are all or none, and several of them
- *  with a header each need a 4 KiB alignment (a header page must start the next mapping). */
-void check_dax_rules(const std::vector<part_file> &parts, const layout &l,
-                     std::string_view descriptor)
-{
-	for (const auto &f : parts)
-		if ((f.dax_alignment != 0) != (parts[0].dax_alignment != 0))
-			fail(status::pool_cfg, EINVAL,
-			     fmt::format(
-			         "pool {}: either all the parts must be Device DAX or none ({} "
-			         "is{} one, {} is{})",
-			         descriptor, parts[0].path, parts[0].dax_alignment ? "" : " not",
-			         f.path, f.dax_alignment ? "" : " not"));
-	for (const auto &f : parts)
-		if (f.dax_alignment && parts.size() > 1 && l.nhdrs() == parts.size() &&
-		    f.dax_alignment != page_size())
-			fail(status::pool_cfg, EINVAL,
-			     fmt::format(
-			         "pool {}: Device DAX {} has a {}-byte alignment; several Device "
-			         "DAX parts with a header each need 4 KiB: add 'OPTION SINGLEHDR' "
-			         "to the pool set (on both sides), or reconfigure the namespaces",
-			         descriptor, f.path, f.dax_alignment));
-}
-
-std::vector<part_file> acquire_parts(const layout &l, std::string_view descriptor, bool create,
-                                     const sysfs &sys)
-{
-	std::vector<part_file> parts;
-	try {
-		for (const auto &p : l.parts) {
-			parts.push_back(create ? create_part(p, descriptor, sys)
-			                       : open_part(p, descriptor, sys));
-			// Locked only once in the vector, so a failed lock still removes the file.
-			if (parts.back().created)
-				lock_part(parts.back().fd.get(), p.path, descriptor);
-			if (create && !parts.back().dax_alignment) // a device is allocated already
-				allocate_part(parts.back());
-		}
-		check_dax_rules(parts, l, descriptor);
-	} catch (...) {
-		unlink_created(parts);
+		return create ? part_set::create(l.parts, l.nhdrs(), rules)
+		              : part_set::open(l.parts, l.nhdrs(), rules);
+	} catch (const store_error &) {
 		throw;
+	} catch (const rpmem::error &e) {
+		fail_parts(e);
 	}
-	return parts;
 }
 
 } // namespace rpmemd::store_detail

@@ -110,9 +110,8 @@ std::unique_ptr<pool> pool_store::create(std::string_view descriptor,
 	layout l = load_layout(resolve(descriptor));
 	check_layout(l, min_size);
 	check_create_attr(l, attr);
-	std::unique_ptr<pool> p(new pool(std::string(descriptor),
-	                                 acquire_parts(l, descriptor, true, sysfs_), l.nhdrs(),
-	                                 l.single_header));
+	std::unique_ptr<pool> p(new pool(
+	    std::string(descriptor), acquire_parts(l, descriptor, true, sysfs_), l.single_header));
 	try {
 		p->map_parts();
 		if (l.nhdrs() > 0)
@@ -128,9 +127,8 @@ std::unique_ptr<pool> pool_store::open(std::string_view descriptor, std::uint64_
 {
 	layout l = load_layout(resolve(descriptor));
 	check_layout(l, min_size);
-	std::unique_ptr<pool> p(new pool(std::string(descriptor),
-	                                 acquire_parts(l, descriptor, false, sysfs_), l.nhdrs(),
-	                                 l.single_header));
+	std::unique_ptr<pool> p(new pool(
+	    std::string(descriptor), acquire_parts(l, descriptor, false, sysfs_), l.single_header));
 	p->map_parts();
 	p->load_headers();
 	return p;
@@ -162,23 +160,22 @@ void pool_store::remove(std::string_view descriptor, bool force, bool remove_poo
 		    e, fmt::format("cannot remove part {} of pool {}", path, descriptor)));
 	};
 	const std::vector<rpmem::poolset::part> none;
+	auto rules = rules_for(descriptor, sysfs_);
+	rules.read_only = true;
+	rules.sizes = part_rules::size_rule::any;
 	std::vector<part_file> locked;
 	for (const auto &p : l ? l->parts : none) {
-		unique_fd fd(::open(p.path.c_str(), O_RDONLY | O_CLOEXEC));
-		if (fd.get() < 0) {
-			failed(errno, p.path);
-			continue;
+		try {
+			locked.push_back(open_part(p.path, p.size, p.line, rules));
+		} catch (const rpmem::error &e) {
+			// Busy is reported even with force: a pool in use is never pulled from
+			// under its rpmemd (PMDK's --force silently skipped such parts); so is a
+			// part that is neither a file nor a Device DAX. A part that cannot be
+			// opened is one failure among the others.
+			if (e.errnum() == EBUSY || e.errnum() == EINVAL)
+				fail_parts(e);
+			failed(e.errnum(), p.path);
 		}
-		// Busy is reported even with force: a pool in use is never pulled from under
-		// its rpmemd (PMDK's --force silently skipped such parts).
-		lock_part(fd.get(), p.path, descriptor);
-		struct stat st = {};
-		auto dax =
-		    fstat(fd.get(), &st) == 0 ? dax_of(sysfs_, st, p, descriptor) : std::nullopt;
-		locked.push_back({.fd = std::move(fd),
-		                  .path = p.path,
-		                  .size = p.size,
-		                  .dax_alignment = dax ? dax->alignment : 0});
 	}
 	for (const auto &f : locked)
 		if (int e = remove_part(f))

@@ -4,7 +4,6 @@
 // PMDK-compatible headers, one flock per part and descriptors confined to the directory.
 #pragma once
 
-#include "pmdk/device_dax.hpp"
 #include "pool_header.hpp"
 
 #include "control/messages.hpp"
@@ -39,15 +38,6 @@ inline constexpr std::uint64_t min_part_size = 2u << 20;
 /** and be at least 8 KiB large (RPMEM_MIN_POOL). */
 inline constexpr std::uint64_t min_pool_size = 8u << 10;
 
-/** One part file of an open pool; the descriptor holds the part's flock. */
-struct part_file {
-	unique_fd fd;
-	std::string path;
-	std::uint64_t size = 0;
-	bool created = false; // created by this store in this create call: removed on failure
-	std::uint64_t dax_alignment = 0; // a Device DAX part: every mapping keeps this alignment
-};
-
 /**
  * An open pool: every part mapped into one contiguous range and flock(LOCK_EX|LOCK_NB)-ed.
  * Offset 0 is the start of part 0 (its header included); every part after the first is mapped
@@ -81,12 +71,11 @@ public:
 
 private:
 	friend class pool_store;
-	pool(std::string descriptor, std::vector<part_file> parts, unsigned nhdrs,
-	     bool single_header);
+	pool(std::string descriptor, part_set parts, bool single_header);
 
 	void map_parts();
 	/** Part p's header, mapped on its own (a Device DAX maps its whole alignment). */
-	header_window window(unsigned p) const;
+	header_window window(unsigned p) const { return parts_.header(p, *map_); }
 	void write_headers(const rpmem::control::pool_attr &attr);
 	void load_headers();
 	void check_single_header(std::uint32_t incompat, const char *where) const;
@@ -97,8 +86,8 @@ private:
 	void discard() noexcept;
 
 	std::string descriptor_;
-	std::vector<part_file> parts_; // declared before map_: unmapped before unlocked
-	unsigned nhdrs_;               // parts with a header: all, 1 (SINGLEHDR) or 0 (NOHDRS)
+	part_set parts_; // declared before map_: unmapped before unlocked
+	unsigned nhdrs_; // parts with a header: all, 1 (SINGLEHDR) or 0 (NOHDRS)
 	bool single_header_;
 	std::unique_ptr<pool_map> map_;
 	rpmem::control::pool_attr attr_{};

@@ -28,20 +28,6 @@ double ms(clock_type::duration d)
 
 } // namespace
 
-control::pool_attr marked_behind(control::pool_attr a, bool behind)
-{
-	if (behind)
-		a.compat_features |= pmdk::feat_compat_rpmem_behind;
-	else
-		a.compat_features &= ~pmdk::feat_compat_rpmem_behind;
-	return a;
-}
-
-bool is_marked_behind(const control::pool_attr &a)
-{
-	return (a.compat_features & pmdk::feat_compat_rpmem_behind) != 0;
-}
-
 /** Sends the pipeline's batches to the one replica on lane 0, in rounds of relaxed flushes
  *  and a drain (a round never lets a later range overtake an earlier one: round_plan.hpp).
  *  Once a batch failed, later batches are dropped (the failure is kept by the pipeline). */
@@ -96,55 +82,43 @@ remote_writer::remote_writer(std::unique_ptr<client::remote_pool> rp, const std:
 
 remote_writer::~remote_writer()
 {
+	stop_export(); // while what its report reads is still here
 	// Stops the replicator before the sink and the remote pool it uses go.
 	pipe_.reset();
 }
 
-void remote_writer::check(const char *what, std::size_t offset, std::size_t length, unsigned lane,
-                          bool header_allowed) const
+client::pool_calls::shape remote_writer::contract() const
 {
-	if (lane >= cfg_.nlanes)
-		throw rpmem::error(EINVAL, fmt::format("{}: lane {} is out of range: the pool "
-		                                       "has {} lanes",
-		                                       what, lane, cfg_.nlanes));
-	if (offset > size_ || length > size_ - offset)
-		throw rpmem::error(EINVAL, fmt::format("{}: range [{}, +{}) is outside the "
-		                                       "{}-byte pool",
-		                                       what, offset, length, size_));
-	if (!header_allowed && rp_->has_headers() && offset < client::header_size)
-		throw rpmem::error(EINVAL, fmt::format("{}: offset {} is inside the pool header "
-		                                       "(first {} bytes); use rpmem_set_attr",
-		                                       what, offset, client::header_size));
+	return {size_, cfg_.nlanes, rp_->has_headers()};
 }
 
-void remote_writer::persist(std::size_t offset, std::size_t length, unsigned lane, unsigned flags)
+client::pool_report remote_writer::report() const
 {
-	if (flags & ~client::persist_relaxed)
-		throw rpmem::error(EINVAL, fmt::format("persist: unknown flags {:#x}", flags));
-	check("persist", offset, length, lane, false);
+	auto r = rp_->report();
+	r.mode = "async";
+	r.lanes = cfg_.nlanes;
+	const auto p = pipe_->status();
+	r.lag_bytes = p.lag_bytes;
+	r.lag_seconds = std::chrono::duration<double>(p.oldest).count();
+	r.throttled = p.lag_waits + p.room_waits;
+	return r;
+}
+
+void remote_writer::do_persist(std::size_t offset, std::size_t length, unsigned)
+{
 	pipe_->persist({offset, length}, pool_ + offset);
 	if (cfg_.keep_going && !lost_said_ && pipe_->error())
 		log_summary("the replica was lost; going on without it "
 		            "(RPMEM_ASYNC_ON_FAILURE=continue)");
 }
 
-void remote_writer::flush(std::size_t offset, std::size_t length, unsigned lane, unsigned flags)
+void remote_writer::do_flush(std::size_t offset, std::size_t length, unsigned)
 {
-	if (flags & ~client::flush_relaxed)
-		throw rpmem::error(EINVAL, fmt::format("flush: unknown flags {:#x}", flags));
-	check("flush", offset, length, lane, false);
-	if (flags & client::flush_relaxed)
-		pipe_->snapshot({offset, length},
-		                pool_ + offset); // drain() waits for the lag bound
-	else
-		pipe_->persist({offset, length}, pool_ + offset);
+	pipe_->snapshot({offset, length}, pool_ + offset); // drain() waits for the lag bound
 }
 
-void remote_writer::drain(unsigned lane, unsigned flags)
+void remote_writer::do_drain(unsigned)
 {
-	if (flags)
-		throw rpmem::error(EINVAL, fmt::format("drain: flags must be 0, not {:#x}", flags));
-	check("drain", 0, 0, lane, true);
 	pipe_->wait_for_lag();
 }
 
@@ -157,22 +131,18 @@ template <class F> void remote_writer::after_barrier(F &&f)
 	f(*rp_);
 }
 
-void remote_writer::deep_persist(std::size_t offset, std::size_t length, unsigned lane)
+void remote_writer::do_deep_persist(std::size_t offset, std::size_t length, unsigned)
 {
-	check("deep_persist", offset, length, lane, false);
 	// In order: everything persisted before, then this range, deeply.
 	after_barrier([&](client::remote_pool &rp) { rp.deep_persist(offset, length, 0); });
 }
 
-void remote_writer::read(void *buf, std::size_t offset, std::size_t length, unsigned lane)
+void remote_writer::do_read(void *buf, std::size_t offset, std::size_t length, unsigned)
 {
-	if (!buf && length)
-		throw rpmem::error(EINVAL, "read: buffer is NULL");
-	check("read", offset, length, lane, true);
 	after_barrier([&](client::remote_pool &rp) { rp.read(buf, offset, length, 0); });
 }
 
-void remote_writer::set_attr(const control::pool_attr *attr)
+void remote_writer::do_set_attr(const control::pool_attr *attr)
 {
 	after_barrier([&](client::remote_pool &rp) {
 		if (!attr || attr->is_zero()) {
@@ -180,13 +150,13 @@ void remote_writer::set_attr(const control::pool_attr *attr)
 			attr_ = control::pool_attr{};
 			return;
 		}
-		const auto wire = marked_behind(*attr, cfg_.marked);
+		const auto wire = pmdk::with_behind_mark(*attr, cfg_.marked);
 		rp.set_attr(&wire);
 		attr_ = *attr;
 	});
 }
 
-void remote_writer::close()
+void remote_writer::do_close()
 {
 	try {
 		pipe_->finish();
@@ -194,7 +164,7 @@ void remote_writer::close()
 			std::rethrow_exception(e);
 		if (cfg_.marked) {
 			std::lock_guard g(sink_->mu);
-			const auto clean = marked_behind(attr_, false);
+			const auto clean = pmdk::with_behind_mark(attr_, false);
 			rp_->set_attr(&clean);
 		}
 	} catch (...) {

@@ -16,11 +16,6 @@
 namespace rpmem::async
 {
 
-/** attr with rpmem's "possibly behind" compat bit set or cleared (pmdk::feat_compat_rpmem_behind):
- *  a replica written asynchronously carries it until its writer closes cleanly. */
-control::pool_attr marked_behind(control::pool_attr a, bool behind);
-bool is_marked_behind(const control::pool_attr &a);
-
 /**
  * The calls of librpmem on a remote pool written asynchronously. persist and flush check their
  * arguments, snapshot the range and return (persist waits while the lag is over its bounds);
@@ -30,7 +25,7 @@ bool is_marked_behind(const control::pool_attr &a);
  * the lane an application uses changes nothing but the argument check. A replica's failure is
  * thrown by every later call (or, with keep_going, only by close).
  */
-class remote_writer
+class remote_writer final : public client::pool_calls
 {
 public:
 	struct config {
@@ -43,29 +38,27 @@ public:
 	 *  replica's attributes, already marked behind by the caller when it has headers. */
 	remote_writer(std::unique_ptr<client::remote_pool> rp, const std::byte *pool,
 	              std::size_t size, const control::pool_attr &attr, const config &c);
-	~remote_writer();
-	remote_writer(const remote_writer &) = delete;
-	remote_writer &operator=(const remote_writer &) = delete;
+	~remote_writer() override;
 
-	void persist(std::size_t offset, std::size_t length, unsigned lane, unsigned flags);
-	void flush(std::size_t offset, std::size_t length, unsigned lane, unsigned flags);
-	void drain(unsigned lane, unsigned flags);
-	void deep_persist(std::size_t offset, std::size_t length, unsigned lane);
-	void read(void *buf, std::size_t offset, std::size_t length, unsigned lane);
-	void set_attr(const control::pool_attr *attr);
-	/** Everything persisted reaches the replica, its mark is cleared, the session ends.
-	 *  Throws what failed; the session ends anyway and the mark stays. */
-	void close();
+	// close(): everything persisted reaches the replica, its mark is cleared, the session
+	// ends; it throws what failed, and the session ends anyway with the mark kept.
 	progress status() const;
-	/** The remote pool underneath (its statistics; it stays valid after close). */
-	const client::remote_pool &remote() const { return *rp_; }
 	/** Virtual lanes granted to the application. */
 	unsigned nlanes() const { return cfg_.nlanes; }
 
+	/** The remote pool's report, with the mode, the virtual lanes and the lag. */
+	client::pool_report report() const override;
+
 private:
 	class one_replica;
-	void check(const char *what, std::size_t offset, std::size_t length, unsigned lane,
-	           bool header_allowed) const;
+	shape contract() const override;
+	void do_persist(std::size_t offset, std::size_t length, unsigned lane) override;
+	void do_flush(std::size_t offset, std::size_t length, unsigned lane) override;
+	void do_drain(unsigned lane) override;
+	void do_deep_persist(std::size_t offset, std::size_t length, unsigned lane) override;
+	void do_read(void *buf, std::size_t offset, std::size_t length, unsigned lane) override;
+	void do_set_attr(const control::pool_attr *attr) override;
+	void do_close() override;
 	/** Waits for the replica to hold everything, then runs f(remote pool) with the lane. */
 	template <class F> void after_barrier(F &&f);
 	void log_summary(const char *how);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The C ABI of librpmem.so.1: a thin shim over rpmem::client::remote_pool, or, with
-// RPMEM_REPLICATION=async, over rpmem::async::remote_writer. No exception crosses it; every
-// failure sets errno and the calling thread's rpmem_errormsg(). No logic of its own beyond
-// PMDK's argument conventions and the choice of the mode.
+// The C ABI of librpmem.so.1: a thin shim over client::pool_calls, chosen once at create/open:
+// rpmem::client::remote_pool, or, with RPMEM_REPLICATION=async, rpmem::async::remote_writer.
+// No exception crosses it; every failure sets errno and the calling thread's rpmem_errormsg().
+// No logic of its own beyond PMDK's conventions at the boundary and the choice of the mode.
 #include "rpmem/librpmem.h"
 
 #include "async/remote_writer.hpp"
@@ -10,6 +10,7 @@
 #include "client/log.hpp"
 #include "client/remote_pool.hpp"
 #include "client/stats_export.hpp"
+#include "pmdk/pool_header.hpp"
 #include "rpmem/error.hpp"
 
 #include <fmt/format.h>
@@ -27,37 +28,11 @@ namespace ctl = rpmem::control;
 static_assert(sizeof(rpmem_pool_attr) == rpmem::control::pool_attr_size);
 static_assert(offsetof(rpmem_pool_attr, user_flags) == 88);
 
-/** One of the two: the remote pool written synchronously, or its asynchronous writer; and,
- *  with a metrics file (RPMEM_STATS_FILE), its report there (errors, last persist and state
- *  counted by client::pool_export, as for the C++ API's pools). */
+/** The pool's calls, synchronous (client::remote_pool) or asynchronous
+ *  (async::remote_writer, RPMEM_REPLICATION=async), chosen once at create/open; they check
+ *  PMDK's argument contract and count themselves in the metrics file (RPMEM_STATS_FILE). */
 struct rpmem_pool {
-	std::unique_ptr<rpmem::client::remote_pool> pool;
-	std::unique_ptr<rpmem::async::remote_writer> async;
-
-	std::string target, descriptor;
-
-	const rpmem::client::remote_pool &remote() const { return async ? async->remote() : *pool; }
-	rpmem::client::pool_report report() const
-	{
-		rpmem::client::pool_report r;
-		const auto &rp = remote();
-		r.target = target;
-		r.descriptor = descriptor;
-		r.provider = rp.fabric().provider;
-		r.method = ctl::to_string(rp.method());
-		r.mode = async ? "async" : "sync";
-		r.lanes = async ? async->nlanes() : rp.nlanes();
-		r.stats = rp.stats(rp.nlanes());
-		if (async) {
-			const auto p = async->status();
-			r.lag_bytes = p.lag_bytes;
-			r.lag_seconds = std::chrono::duration<double>(p.oldest).count();
-			r.throttled = p.lag_waits + p.room_waits;
-		}
-		return r;
-	}
-	// Last: unregistered before what its report reads goes.
-	std::unique_ptr<rpmem::client::pool_export> exported; // null: no metrics file
+	std::unique_ptr<rpmem::client::pool_calls> calls;
 };
 
 namespace
@@ -130,7 +105,7 @@ void from_attr(const ctl::pool_attr &r, rpmem_pool_attr &a)
  *  master's last persists: it is not opened (in either mode) until resynced or promoted. */
 void refuse_if_behind(const ctl::pool_attr &a, const char *target, const char *descriptor)
 {
-	if (rpmem::async::is_marked_behind(a))
+	if (rpmem::pmdk::marked_behind(a))
 		throw rpmem::error(
 		    ESTALE,
 		    fmt::format("the replica {} on {} may be behind its master: it was written "
@@ -144,9 +119,9 @@ void refuse_if_behind(const ctl::pool_attr &a, const char *target, const char *d
 
 /** RPMEM_REPLICATION=async: one connected lane behind as many virtual lanes as asked for;
  *  a replica with headers is marked "possibly behind" until a clean close. */
-void start_async(bool create, const char *target, const char *descriptor, void *addr, size_t size,
-                 unsigned *nlanes, const rpmem_pool_attr *in, rpmem_pool_attr *out,
-                 rpmem_pool &handle)
+std::unique_ptr<rpmem::client::pool_calls>
+start_async(bool create, const char *target, const char *descriptor, void *addr, size_t size,
+            unsigned *nlanes, const rpmem_pool_attr *in, rpmem_pool_attr *out)
 {
 	const auto &s = rpmem::client::process_settings();
 	unsigned one = 1;
@@ -156,14 +131,14 @@ void start_async(bool create, const char *target, const char *descriptor, void *
 		if (in)
 			attr = to_attr(*in);
 		const bool headers = in && !attr.is_zero();
-		const auto wire = rpmem::async::marked_behind(attr, headers);
+		const auto wire = rpmem::pmdk::with_behind_mark(attr, headers);
 		rp = remote_pool::create(target, descriptor, addr, size, &one,
 		                         headers ? &wire : nullptr);
 	} else {
 		rp = remote_pool::open(target, descriptor, addr, size, &one, out ? &attr : nullptr);
 		refuse_if_behind(attr, target, descriptor);
 		if (rp->has_headers()) {
-			const auto wire = rpmem::async::marked_behind(attr, true);
+			const auto wire = rpmem::pmdk::with_behind_mark(attr, true);
 			rp->set_attr(&wire);
 		}
 		if (out)
@@ -175,28 +150,27 @@ void start_async(bool create, const char *target, const char *descriptor, void *
 	c.keep_going = s.async_keep_going;
 	c.nlanes = std::max(1u, std::min<unsigned>(*nlanes, s.max_nlanes));
 	c.marked = rp->has_headers();
-	handle.async = std::make_unique<rpmem::async::remote_writer>(
-	    std::move(rp), static_cast<const std::byte *>(addr), size, attr, c);
 	*nlanes = c.nlanes;
+	return std::make_unique<rpmem::async::remote_writer>(
+	    std::move(rp), static_cast<const std::byte *>(addr), size, attr, c);
 }
 
-void start_sync(bool create, const char *target, const char *descriptor, void *addr, size_t size,
-                unsigned *nlanes, const rpmem_pool_attr *in, rpmem_pool_attr *out,
-                rpmem_pool &handle)
+std::unique_ptr<rpmem::client::pool_calls>
+start_sync(bool create, const char *target, const char *descriptor, void *addr, size_t size,
+           unsigned *nlanes, const rpmem_pool_attr *in, rpmem_pool_attr *out)
 {
 	ctl::pool_attr attr;
 	if (create) {
 		if (in)
 			attr = to_attr(*in);
-		handle.pool = remote_pool::create(target, descriptor, addr, size, nlanes,
-		                                  in ? &attr : nullptr);
-	} else {
-		handle.pool = remote_pool::open(target, descriptor, addr, size, nlanes,
-		                                out ? &attr : nullptr);
-		refuse_if_behind(attr, target, descriptor);
-		if (out)
-			from_attr(attr, *out);
+		return remote_pool::create(target, descriptor, addr, size, nlanes,
+		                           in ? &attr : nullptr);
 	}
+	auto rp = remote_pool::open(target, descriptor, addr, size, nlanes, out ? &attr : nullptr);
+	refuse_if_behind(attr, target, descriptor);
+	if (out)
+		from_attr(attr, *out);
+	return rp;
 }
 
 RPMEMpool *start(bool create, const char *target, const char *pool_set_name, void *pool_addr,
@@ -217,56 +191,29 @@ RPMEMpool *start(bool create, const char *target, const char *pool_set_name, voi
 			                   "nlanes is NULL: pass the number of lanes wanted");
 		if (async && *nlanes == 0)
 			throw rpmem::error(EINVAL, "*nlanes is 0: ask for at least one lane");
-		if (async)
-			start_async(create, target, pool_set_name, pool_addr, pool_size, nlanes, in,
-			            out, *handle);
-		else
-			start_sync(create, target, pool_set_name, pool_addr, pool_size, nlanes, in,
-			           out, *handle);
+		handle->calls = async ? start_async(create, target, pool_set_name, pool_addr,
+		                                    pool_size, nlanes, in, out)
+		                      : start_sync(create, target, pool_set_name, pool_addr,
+		                                   pool_size, nlanes, in, out);
 		rpmem::client::log(3, "{} {}:{} size {} lanes {}{}", what, target, pool_set_name,
 		                   pool_size, *nlanes, async ? ", replicated asynchronously" : "");
-		handle->target = target;
-		handle->descriptor = pool_set_name;
-		if (auto *e = rpmem::client::stats_exporter::instance()) {
-			const rpmem_pool *h = handle.get();
-			handle->exported = std::make_unique<rpmem::client::pool_export>(
-			    *e, [h] { return h->report(); });
-		}
+		if (auto *e = rpmem::client::stats_exporter::instance())
+			handle->calls->export_to(*e, target, pool_set_name);
 		result = handle.release();
 		return 0;
 	});
 	return result;
 }
 
-bool check_handle(RPMEMpool *rpp)
+/** f(the pool's calls), guarded: any failure becomes errno and the thread's message. */
+template <class F> int on_pool(RPMEMpool *rpp, F &&f)
 {
-	if (rpp && (rpp->pool || rpp->async))
-		return true;
-	fail(EINVAL, "the pool handle is NULL");
-	return false;
-}
-
-/** f(the pool's remote_pool or remote_writer: they take the same calls), guarded; a failure
- *  is counted, and one that is not about the arguments marks the connection failed. With a
- *  metrics file, a durable call (`durable`) records when it returned. */
-template <class F> int on_pool(RPMEMpool *rpp, F &&f, bool durable = false)
-{
-	if (!check_handle(rpp))
-		return -1;
-	int r = guarded([&] {
-		if (rpp->async)
-			f(*rpp->async);
-		else
-			f(*rpp->pool);
+	if (!rpp || !rpp->calls)
+		return fail(EINVAL, "the pool handle is NULL");
+	return guarded([&] {
+		f(*rpp->calls);
 		return 0;
 	});
-	if (!rpp->exported)
-		return r;
-	if (r != 0)
-		rpp->exported->error(errno != EINVAL);
-	else if (durable)
-		rpp->exported->durable();
-	return r;
 }
 
 } // namespace
@@ -304,8 +251,6 @@ __attribute__((visibility("default"))) int rpmem_close(RPMEMpool *rpp)
 		return fail(EINVAL, "the pool handle is NULL");
 	int ret = on_pool(rpp, [](auto &p) { p.close(); });
 	int saved = errno;
-	if (rpp->exported)
-		rpp->exported->finish(ret == 0 ? "closed" : "failed");
 	delete rpp;
 	errno = saved;
 	return ret;
@@ -320,22 +265,19 @@ __attribute__((visibility("default"))) int rpmem_flush(RPMEMpool *rpp, size_t of
 __attribute__((visibility("default"))) int rpmem_drain(RPMEMpool *rpp, unsigned lane,
                                                        unsigned flags)
 {
-	return on_pool(
-	    rpp, [&](auto &p) { p.drain(lane, flags); }, true);
+	return on_pool(rpp, [&](auto &p) { p.drain(lane, flags); });
 }
 
 __attribute__((visibility("default"))) int
 rpmem_persist(RPMEMpool *rpp, size_t offset, size_t length, unsigned lane, unsigned flags)
 {
-	return on_pool(
-	    rpp, [&](auto &p) { p.persist(offset, length, lane, flags); }, true);
+	return on_pool(rpp, [&](auto &p) { p.persist(offset, length, lane, flags); });
 }
 
 __attribute__((visibility("default"))) int rpmem_deep_persist(RPMEMpool *rpp, size_t offset,
                                                               size_t length, unsigned lane)
 {
-	return on_pool(
-	    rpp, [&](auto &p) { p.deep_persist(offset, length, lane); }, true);
+	return on_pool(rpp, [&](auto &p) { p.deep_persist(offset, length, lane); });
 }
 
 __attribute__((visibility("default"))) int rpmem_read(RPMEMpool *rpp, void *buff, size_t offset,

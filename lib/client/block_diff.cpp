@@ -11,15 +11,6 @@
 namespace rpmem::client
 {
 
-namespace
-{
-
-/** Bytes moved per step, either way (the old full copy's chunk): one persist round trip, or
- *  one read and one local persist. */
-constexpr std::uint64_t move_chunk = 4u << 20;
-
-} // namespace
-
 std::uint64_t block_diff::bytes() const
 {
 	std::uint64_t n = 0;
@@ -87,45 +78,6 @@ block_diff compare_blocks(remote_pool &rp, const std::uint8_t *local, std::uint6
 	d.local_seconds = local_seconds;
 	d.compare_seconds = std::chrono::duration<double>(clock::now() - start).count();
 	return d;
-}
-
-namespace
-{
-
-/** Calls step(offset, length) for every chunk of `ranges`, then progress(done, total). */
-template <class Step>
-void chunked(const std::vector<byte_span> &ranges, const progress_fn &progress, Step &&step)
-{
-	std::uint64_t total = 0, done = 0;
-	for (const auto &r : ranges)
-		total += r.size();
-	for (const auto &r : ranges) {
-		for (std::uint64_t off = r.begin; off < r.end; off += move_chunk) {
-			const std::uint64_t n = std::min(move_chunk, r.end - off);
-			step(off, n);
-			done += n;
-			if (progress)
-				progress(done, total);
-		}
-	}
-}
-
-} // namespace
-
-void push_ranges(remote_pool &rp, const std::vector<byte_span> &ranges, const progress_fn &progress)
-{
-	chunked(ranges, progress,
-	        [&](std::uint64_t off, std::uint64_t n) { rp.persist(off, n, 0, 0); });
-}
-
-void pull_ranges(remote_pool &rp, std::uint8_t *local, const std::vector<byte_span> &ranges,
-                 const std::function<void(std::uint64_t, std::uint64_t)> &persist,
-                 const progress_fn &progress)
-{
-	chunked(ranges, progress, [&](std::uint64_t off, std::uint64_t n) {
-		rp.read(local + off, off, n, 0);
-		persist(off, n);
-	});
 }
 
 } // namespace rpmem::client

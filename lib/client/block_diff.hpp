@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Delta resync: which blocks of a replica differ from the local copy, found by comparing block
-// checksums (rpmemd hashes its copy while this process hashes the local one, in parallel), and
-// moving only those blocks. Used by `rpmem sync` and replicated_pool::resync.
+// checksums (rpmemd hashes its copy while this process hashes the local one, in parallel).
+// replica_sync.hpp moves only those blocks.
 #pragma once
 
+#include "client/byte_span.hpp"
 #include "client/remote_pool.hpp"
 
 #include <cstdint>
@@ -15,12 +16,6 @@ namespace rpmem::client
 
 /** Default block of delta resync: 64 KiB (a 1 GiB pool: 16384 sums, 256 KiB of them). */
 inline constexpr std::uint32_t default_diff_block = 64 * 1024;
-
-struct byte_span {
-	std::uint64_t begin = 0, end = 0;
-	std::uint64_t size() const { return end - begin; }
-	bool operator==(const byte_span &) const = default;
-};
 
 /** What differs between the local copy and a replica over [begin, end). */
 struct block_diff {
@@ -53,21 +48,5 @@ block_diff diff_sums(const std::vector<control::block_sum> &a,
 
 /** Bytes done and to do, called after every chunk moved. */
 using progress_fn = std::function<void(std::uint64_t done, std::uint64_t total)>;
-
-/**
- * Writes `ranges` of the local copy to the replica through the data path, each chunk persisted
- * (durable on the replica) before the next; progress after each chunk.
- */
-void push_ranges(remote_pool &rp, const std::vector<byte_span> &ranges,
-                 const progress_fn &progress = {});
-
-/**
- * Reads `ranges` of the replica into the local copy (`local`: pool offset 0, the memory
- * registered with rp), in the same chunks as push_ranges, each made durable by `persist`
- * (offset, length) before the next; progress after each chunk.
- */
-void pull_ranges(remote_pool &rp, std::uint8_t *local, const std::vector<byte_span> &ranges,
-                 const std::function<void(std::uint64_t, std::uint64_t)> &persist,
-                 const progress_fn &progress = {});
 
 } // namespace rpmem::client

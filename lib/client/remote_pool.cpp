@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "client/remote_pool.hpp"
-#include "client/stats_export.hpp"
 
 #include "client/control_session.hpp"
 #include "client/data_path.hpp"
@@ -74,6 +73,7 @@ remote_pool::~remote_pool()
 	} catch (const std::exception &) {
 		// Destructors never throw; close() reported nothing the caller asked for.
 	}
+	stop_export(); // while what its report reads is still here
 }
 
 std::unique_ptr<remote_pool> remote_pool::start(bool create, const std::string &target,
@@ -162,12 +162,10 @@ void remote_pool::remove(const std::string &target, const std::string &descripto
 	              opts.ssh ? *opts.ssh : ssh::options::from_environment(), s.control_timeout);
 }
 
-void remote_pool::set_attr(const ctl::pool_attr *attr)
+void remote_pool::do_set_attr(const ctl::pool_attr *attr)
 {
 	if (closed_)
 		throw rpmem::error(EINVAL, "the pool is closed");
-	if (auto f = ctl_->failure())
-		throw *f;
 	std::optional<ctl::pool_attr> a;
 	if (attr && !attr->is_zero())
 		a = *attr;
@@ -194,7 +192,7 @@ std::vector<ctl::block_sum> remote_pool::checksums(std::size_t offset, std::size
 	return out;
 }
 
-void remote_pool::close()
+void remote_pool::do_close()
 {
 	if (closed_.exchange(true))
 		return;
@@ -204,31 +202,20 @@ void remote_pool::close()
 	} catch (...) {
 		if (data_)
 			data_->shutdown();
-		if (export_) {
-			export_->error(true);
-			export_->finish("failed");
-		}
 		throw;
 	}
 	if (data_)
 		data_->shutdown();
-	if (export_)
-		export_->finish("closed");
 }
 
-void remote_pool::export_to(stats_exporter &e, const std::string &target,
-                            const std::string &descriptor)
+pool_report remote_pool::report() const
 {
-	export_ = std::make_unique<pool_export>(e, [this, target, descriptor] {
-		pool_report r;
-		r.target = target;
-		r.descriptor = descriptor;
-		r.provider = fabric_.provider;
-		r.method = ctl::to_string(method_);
-		r.lanes = nlanes();
-		r.stats = stats(nlanes());
-		return r;
-	});
+	pool_report r;
+	r.provider = fabric_.provider;
+	r.method = ctl::to_string(method_);
+	r.lanes = nlanes();
+	r.stats = stats(nlanes());
+	return r;
 }
 
 lane_stats remote_pool::stats(unsigned lane) const
@@ -246,73 +233,53 @@ const std::string &remote_pool::host() const
 	return ctl_->host();
 }
 
-void remote_pool::check_range(const char *what, std::size_t offset, std::size_t length,
-                              unsigned lane, bool header_allowed) const
+pool_calls::shape remote_pool::contract() const
+{
+	return {size_, data_->nlanes(), has_headers_};
+}
+
+void remote_pool::check_usable() const
 {
 	if (auto f = ctl_->failure())
 		throw *f;
-	if (lane >= data_->nlanes())
-		throw rpmem::error(EINVAL, fmt::format("{}: lane {} is out of range: the pool "
-		                                       "has {} lanes",
-		                                       what, lane, data_->nlanes()));
-	if (offset > size_ || length > size_ - offset)
-		throw rpmem::error(EINVAL, fmt::format("{}: range [{}, +{}) is outside the "
-		                                       "{}-byte pool",
-		                                       what, offset, length, size_));
-	if (!header_allowed && has_headers_ && offset < header_size)
-		throw rpmem::error(EINVAL, fmt::format("{}: offset {} is inside the pool header "
-		                                       "(first {} bytes); use rpmem_set_attr",
-		                                       what, offset, header_size));
 }
 
-void remote_pool::persist(std::size_t offset, std::size_t length, unsigned lane, unsigned flags)
+void remote_pool::do_persist(std::size_t offset, std::size_t length, unsigned lane)
 {
-	if (flags & ~persist_relaxed)
-		throw rpmem::error(EINVAL, fmt::format("persist: unknown flags {:#x}", flags));
-	check_range("persist", offset, length, lane, false);
 	data_->persist(offset, length, lane);
 }
 
-void remote_pool::flush(std::size_t offset, std::size_t length, unsigned lane, unsigned flags)
+void remote_pool::do_flush(std::size_t offset, std::size_t length, unsigned lane)
 {
-	if (flags & ~flush_relaxed)
-		throw rpmem::error(EINVAL, fmt::format("flush: unknown flags {:#x}", flags));
-	check_range("flush", offset, length, lane, false);
-	if (flags & flush_relaxed)
-		data_->flush(offset, length, lane);
-	else
-		data_->persist(offset, length, lane);
+	data_->flush(offset, length, lane);
 }
 
-void remote_pool::drain(unsigned lane, unsigned flags)
+void remote_pool::do_drain(unsigned lane)
 {
-	if (flags)
-		throw rpmem::error(EINVAL, fmt::format("drain: flags must be 0, not {:#x}", flags));
-	check_range("drain", 0, 0, lane, true);
 	data_->drain(lane);
 }
 
 void remote_pool::persist_post(std::size_t offset, std::size_t length, unsigned lane)
 {
-	check_range("persist", offset, length, lane, false);
+	check("persist", offset, length, lane, false);
 	data_->persist_post(offset, length, lane);
 }
 
 void remote_pool::drain_post(unsigned lane)
 {
-	check_range("drain", 0, 0, lane, true);
+	check("drain", 0, 0, lane, true);
 	data_->drain_post(lane);
 }
 
 void remote_pool::drain_ahead(unsigned lane)
 {
-	check_range("drain", 0, 0, lane, true);
+	check("drain", 0, 0, lane, true);
 	data_->drain_ahead(lane);
 }
 
 void remote_pool::complete(unsigned lane)
 {
-	check_range("complete", 0, 0, lane, true);
+	check("complete", 0, 0, lane, true);
 	data_->complete(lane);
 }
 
@@ -323,21 +290,17 @@ void remote_pool::register_source(const void *addr, std::size_t size)
 
 void remote_pool::flush_from(const void *src, std::size_t offset, std::size_t length, unsigned lane)
 {
-	check_range("flush", offset, length, lane, false);
+	check("flush", offset, length, lane, false);
 	data_->flush_from(src, offset, length, lane);
 }
 
-void remote_pool::deep_persist(std::size_t offset, std::size_t length, unsigned lane)
+void remote_pool::do_deep_persist(std::size_t offset, std::size_t length, unsigned lane)
 {
-	check_range("deep_persist", offset, length, lane, false);
 	data_->deep_persist(offset, length, lane);
 }
 
-void remote_pool::read(void *buf, std::size_t offset, std::size_t length, unsigned lane)
+void remote_pool::do_read(void *buf, std::size_t offset, std::size_t length, unsigned lane)
 {
-	if (!buf && length)
-		throw rpmem::error(EINVAL, "read: buffer is NULL");
-	check_range("read", offset, length, lane, true);
 	data_->read(buf, offset, length, lane);
 }
 

@@ -5,6 +5,7 @@
 
 #include "client/data_path.hpp"
 #include "client/env.hpp"
+#include "client/pool_calls.hpp"
 #include "control/messages.hpp"
 #include "ssh/options.hpp"
 
@@ -21,16 +22,10 @@ namespace rpmem::client
 
 class control_session;
 class data_path;
-class stats_exporter;
-class pool_export;
 
-/** Flag values of the public API (librpmem.h). */
-inline constexpr unsigned persist_relaxed = 1U << 0;
-inline constexpr unsigned flush_relaxed = 1U << 0;
+/** Flag values of rpmem_remove (librpmem.h). */
 inline constexpr unsigned remove_force = 0x1;
 inline constexpr unsigned remove_pool_set = 0x2;
-/** Bytes at the start of a pool that hold its header and are written only through attributes. */
-inline constexpr std::size_t header_size = 4096;
 
 /** How to reach the daemon. Defaults are PMDK's: the environment (RPMEM_CMD, RPMEM_SSH...). */
 struct pool_options {
@@ -39,7 +34,8 @@ struct pool_options {
 	std::optional<settings> tuning;  // nullopt: process_settings()
 };
 
-class remote_pool
+/** The synchronous pool_calls: every call returns when the replica holds its bytes durably. */
+class remote_pool final : public pool_calls
 {
 public:
 	/**
@@ -60,22 +56,10 @@ public:
 	static void remove(const std::string &target, const std::string &descriptor, int flags,
 	                   const pool_options &opts = {});
 
-	~remote_pool(); // closes without throwing if close() was not called
-	remote_pool(const remote_pool &) = delete;
-	remote_pool &operator=(const remote_pool &) = delete;
+	~remote_pool() override; // closes without throwing if close() was not called
 
-	void set_attr(const control::pool_attr *attr);
-	/** Shuts the lanes down, tells the daemon, waits for it. The handle is unusable after. */
-	void close();
-
-	/** Durable on the replica when it returns. flags: persist_relaxed. */
-	void persist(std::size_t offset, std::size_t length, unsigned lane, unsigned flags);
-	/** Posts the write; flags == flush_relaxed defers durability to drain(). Without the
-	 * flag, a flush is a persist. */
-	void flush(std::size_t offset, std::size_t length, unsigned lane, unsigned flags);
-	/** Everything flushed on `lane` is durable when it returns: one round trip. */
-	void drain(unsigned lane, unsigned flags);
-	void deep_persist(std::size_t offset, std::size_t length, unsigned lane);
+	// persist, flush, drain (one round trip whatever was flushed before), deep_persist, read,
+	// set_attr and close (lanes shut down, the daemon told and waited for): pool_calls.
 
 	/** Split phase: persist_post/drain_post send and return; complete(lane) waits. Lets one
 	 * thread keep several replicas busy at once. Same checks as persist/drain. */
@@ -90,7 +74,6 @@ public:
 	void register_source(const void *addr, std::size_t size);
 	/** A relaxed flush of [offset, offset+length) whose bytes are taken from src. */
 	void flush_from(const void *src, std::size_t offset, std::size_t length, unsigned lane);
-	void read(void *buf, std::size_t offset, std::size_t length, unsigned lane);
 	/**
 	 * The replica's checksums of the blocks of [offset, offset+length) (block: a power of two
 	 * from 4 KiB to 64 MiB; the last block may be short), computed by rpmemd over its copy.
@@ -111,19 +94,25 @@ public:
 	std::uint64_t remote_size() const { return remote_size_; }
 	bool remote_is_pmem() const { return remote_is_pmem_; }
 
-	/** Reports this pool to `e` (the process's metrics file) until it closes, named as the
-	 *  caller opened it. The caller counts failed and durable calls on exported(). */
-	void export_to(stats_exporter &e, const std::string &target, const std::string &descriptor);
-	pool_export *exported() const { return export_.get(); }
+	pool_report report() const override;
 
 private:
+	shape contract() const override;
+	/** The keep-alive's verdict: rpmemd or the link is gone. */
+	void check_usable() const override;
+	void do_persist(std::size_t offset, std::size_t length, unsigned lane) override;
+	void do_flush(std::size_t offset, std::size_t length, unsigned lane) override;
+	void do_drain(unsigned lane) override;
+	void do_deep_persist(std::size_t offset, std::size_t length, unsigned lane) override;
+	void do_read(void *buf, std::size_t offset, std::size_t length, unsigned lane) override;
+	void do_set_attr(const control::pool_attr *attr) override;
+	void do_close() override;
+
 	remote_pool(std::unique_ptr<control_session> ctl, std::size_t size, bool has_headers);
 	static std::unique_ptr<remote_pool>
 	start(bool create, const std::string &target, const std::string &descriptor, void *addr,
 	      std::size_t size, unsigned *nlanes, const control::pool_attr *attr,
 	      control::pool_attr *attr_out, const pool_options &opts);
-	void check_range(const char *what, std::size_t offset, std::size_t length, unsigned lane,
-	                 bool header_allowed) const;
 
 	// Declared in this order on purpose: data_ holds a liveness hook that reads ctl_ (see
 	// start()), so data_ must be destroyed first.
@@ -136,8 +125,6 @@ private:
 	bool remote_is_pmem_ = false;
 	bool has_headers_;
 	std::atomic<bool> closed_{false};
-	// Last: destroyed first, while what its report reads is still there.
-	std::unique_ptr<pool_export> export_;
 };
 
 } // namespace rpmem::client

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// rpmem::pool: the public C++ face of client::remote_pool.
+// rpmem::pool: the public C++ face of client::remote_pool (whose calls count themselves in
+// the metrics file: client::pool_calls).
 #include "rpmem/pool.hpp"
 
 #include "client/remote_pool.hpp"
@@ -22,25 +23,6 @@ client::remote_pool &live(const std::unique_ptr<client::remote_pool> &rp, const 
 		throw rpmem::error(EINVAL,
 		                   fmt::format("rpmem::pool::{}: the pool was moved from", what));
 	return *rp;
-}
-
-/** f() on the pool, counted for its metrics (when exported): a failure (one not about the
- *  arguments marks the pool failed), and when a durable call returned. */
-template <class F> void counted(client::remote_pool &rp, bool durable, F &&f)
-{
-	auto *e = rp.exported();
-	if (!e) {
-		f();
-		return;
-	}
-	try {
-		f();
-	} catch (const rpmem::error &x) {
-		e->error(x.errnum() != EINVAL);
-		throw;
-	}
-	if (durable)
-		e->durable();
 }
 
 /** Reports the pool to the process's metrics file, if there is one. */
@@ -101,37 +83,37 @@ void pool::remove(const std::string &target, const std::string &poolset, remove_
 void pool::persist(std::size_t offset, std::size_t length, unsigned lane, persist_flags flags)
 {
 	auto &rp = live(rp_, "persist");
-	counted(rp, true, [&] { rp.persist(offset, length, lane, static_cast<unsigned>(flags)); });
+	rp.persist(offset, length, lane, static_cast<unsigned>(flags));
 }
 
 void pool::flush(std::size_t offset, std::size_t length, unsigned lane)
 {
 	auto &rp = live(rp_, "flush");
-	counted(rp, false, [&] { rp.flush(offset, length, lane, client::flush_relaxed); });
+	rp.flush(offset, length, lane, client::flush_relaxed);
 }
 
 void pool::drain(unsigned lane)
 {
 	auto &rp = live(rp_, "drain");
-	counted(rp, true, [&] { rp.drain(lane, 0); });
+	rp.drain(lane, 0);
 }
 
 void pool::deep_persist(std::size_t offset, std::size_t length, unsigned lane)
 {
 	auto &rp = live(rp_, "deep_persist");
-	counted(rp, true, [&] { rp.deep_persist(offset, length, lane); });
+	rp.deep_persist(offset, length, lane);
 }
 
 void pool::read(std::span<std::byte> buf, std::size_t offset, unsigned lane)
 {
 	auto &rp = live(rp_, "read");
-	counted(rp, false, [&] { rp.read(buf.data(), offset, buf.size(), lane); });
+	rp.read(buf.data(), offset, buf.size(), lane);
 }
 
 void pool::set_attributes(const std::optional<pool_attr> &attr)
 {
 	auto &rp = live(rp_, "set_attributes");
-	counted(rp, false, [&] { rp.set_attr(attr ? &*attr : nullptr); });
+	rp.set_attr(attr ? &*attr : nullptr);
 	attr_ = attr;
 }
 

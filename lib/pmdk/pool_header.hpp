@@ -196,6 +196,47 @@ rpmem::pool_attr header_attr(const pool_hdr &hdr);
  */
 void apply_attr(pool_hdr &hdr, const rpmem::pool_attr &attr);
 
+// rpmem's marks, beside the header that carries them (inline: the C ABI uses them without
+// linking the rest of this layer, or libpmem).
+/** A replica carries feat_compat_rpmem_behind ("possibly behind"): it may lack persists its
+ *  master acknowledged, so nothing takes it as current without force or a sync. */
+inline bool marked_behind(const rpmem::pool_attr &a) noexcept
+{
+	return (a.compat_features & feat_compat_rpmem_behind) != 0;
+}
+inline bool marked_behind(const pool_hdr &hdr) noexcept
+{
+	return (load_le(hdr.feat.compat) & feat_compat_rpmem_behind) != 0;
+}
+/** attr with the "possibly behind" mark set or cleared. */
+inline rpmem::pool_attr with_behind_mark(rpmem::pool_attr a, bool behind) noexcept
+{
+	if (behind)
+		a.compat_features |= feat_compat_rpmem_behind;
+	else
+		a.compat_features &= ~feat_compat_rpmem_behind;
+	return a;
+}
+/** Sets or clears the mark in a header image (the caller reseals and writes it). */
+inline void set_behind_mark(pool_hdr &hdr, bool behind) noexcept
+{
+	const auto compat = load_le(hdr.feat.compat);
+	store_le(hdr.feat.compat,
+	         behind ? compat | feat_compat_rpmem_behind : compat & ~feat_compat_rpmem_behind);
+}
+/** A master carries feat_incompat_rpmem_rebuilding: a rebuild from a replica began and did not
+ *  finish (libpmemobj refuses the pool meanwhile). */
+inline bool marked_rebuilding(const pool_hdr &hdr) noexcept
+{
+	return (load_le(hdr.feat.incompat) & feat_incompat_rpmem_rebuilding) != 0;
+}
+inline void set_rebuilding_mark(pool_hdr &hdr, bool rebuilding) noexcept
+{
+	const auto incompat = load_le(hdr.feat.incompat);
+	store_le(hdr.feat.incompat, rebuilding ? incompat | feat_incompat_rpmem_rebuilding
+	                                       : incompat & ~feat_incompat_rpmem_rebuilding);
+}
+
 /** Records whether the pool is open in the shutdown state (no-op without the SDS feature). */
 void set_shutdown_dirty(pool_hdr &hdr, bool dirty);
 

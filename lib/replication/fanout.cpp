@@ -123,7 +123,7 @@ void replicated_pool::impl::clear_behind_marks()
 		if (r.lost || !r.rp)
 			continue;
 		try {
-			const auto clean = marked_behind(r.attr, false);
+			const auto clean = with_behind_mark(r.attr, false);
 			r.rp->set_attr(&clean);
 		} catch (const rpmem::error &e) {
 			mark_lost(r.index, std::current_exception());

@@ -4,6 +4,7 @@
 // header, right after the previous), with the copies and flushes replication needs.
 #pragma once
 
+#include "pmdk/part_set.hpp"
 #include "pmdk/pool_header.hpp"
 #include "pmdk/pool_map.hpp"
 #include "poolset/poolset.hpp"
@@ -33,10 +34,10 @@ public:
 	std::byte *base() const { return static_cast<std::byte *>(map_->base()); }
 	std::size_t size() const { return map_->size(); }
 	bool is_pmem() const { return map_->is_pmem(); }
-	std::size_t parts() const { return fds_.size(); }
-	const std::string &path(std::size_t part) const { return paths_.at(part); }
+	std::size_t parts() const { return parts_->size(); }
+	const std::string &path(std::size_t part) const { return (*parts_)[part].path; }
 
-	/** Writes part i's header (through the file, then fsync) — part 0's via the mapping. */
+	/** Writes part i's header durably (the part layer's one path: pmdk::header_window). */
 	void write_header(std::size_t part, const header_fields &h);
 	/** Reads and checks part i's header; throws rpmem::error(EINVAL) naming the file. */
 	header_fields read_header(std::size_t part) const;
@@ -50,11 +51,10 @@ public:
 	void drain() const;
 
 private:
-	local_map() = default;
+	explicit local_map(pmdk::part_set parts);
 	void map(const poolset::replica &r, std::size_t size);
 
-	std::vector<pmdk::unique_fd> fds_;
-	std::vector<std::string> paths_;
+	std::unique_ptr<pmdk::part_set> parts_; // declared before map_: unmapped before unlocked
 	std::unique_ptr<pmdk::pool_map> map_;
 };
 

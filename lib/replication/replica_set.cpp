@@ -179,7 +179,7 @@ void create_remotes(replicated_pool::impl &p, const uuid_ring &ring, const std::
 		    rr.lanes = lanes_per_replica;
 		    // Written asynchronously, a replica is marked possibly behind until a clean
 		    // close.
-		    const auto attr = marked_behind(rr.attr, p.may_fall_behind());
+		    const auto attr = with_behind_mark(rr.attr, p.may_fall_behind());
 		    rr.rp = client::remote_pool::create(rr.target, rr.descriptor, p.master->base(),
 		                                        ps.pool_size(0), &rr.lanes, &attr, rr.conn);
 	    },
@@ -282,14 +282,14 @@ void open_remote(replicated_pool::impl &p, const header_check &check, remote_rep
 		throw rpmem::error(EINVAL, "the remote pool has no header (OPTION "
 		                           "NOHDRS?): it is not a replica of this pool");
 	check(pmdk::from_attr(a), "remote replica " + p.where(rr));
-	if (async::is_marked_behind(a))
+	if (pmdk::marked_behind(a))
 		throw rpmem::error(ESTALE, "it may be behind the master: it was written "
 		                           "asynchronously and its writer did not close the pool "
 		                           "cleanly, so it can lack the master's last persists "
 		                           "(its pool header is marked so)");
 	rr.attr = a;
 	if (p.may_fall_behind()) {
-		const auto behind = marked_behind(a, true);
+		const auto behind = with_behind_mark(a, true);
 		rr.rp->set_attr(&behind);
 	}
 }

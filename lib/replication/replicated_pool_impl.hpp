@@ -285,8 +285,8 @@ template <class F> void replicated_pool::impl::with_lane(F &&f)
 namespace replication
 {
 
-/** The "possibly behind" mark, as librpmem's asynchronous writer sets it. */
-using async::marked_behind;
+/** The "possibly behind" mark (lib/pmdk, beside the header that carries it). */
+using pmdk::with_behind_mark;
 
 /** The state of a pool handle; a moved-from handle has none and every call on it throws. */
 inline replicated_pool::impl &live(replicated_pool::impl *p, const char *what)

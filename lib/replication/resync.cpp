@@ -4,8 +4,8 @@
 // copy is complete.
 #include "replication/replicated_pool_impl.hpp"
 
-#include "client/block_diff.hpp"
 #include "client/log.hpp"
+#include "client/replica_sync.hpp"
 
 #include <algorithm>
 
@@ -48,12 +48,13 @@ void drop_session(remote_replica &r) noexcept
 	r.staged_on = nullptr; // a new remote pool registers the staging ring again
 }
 
-/** A new session to r: its pool opened, or re-created (marked behind) with the header it
- *  should have when it is gone (*created then true). Returns the lanes granted. */
+/** A new session to r: its pool opened (*marked: whether it was found marked behind), or
+ *  re-created, marked behind, with the header it should have when it is gone (*created and
+ *  *marked then true). Returns the lanes granted. */
 unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::string &what,
-                   bool *created)
+                   bool *created, bool *marked)
 {
-	*created = false;
+	*created = *marked = false;
 	const std::size_t size = d.master->size();
 	unsigned lanes = lanes_per_replica;
 	try {
@@ -65,7 +66,8 @@ unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::strin
 			                   "it holds another pool set (its pool set UUID "
 			                   "differs): remove it so resync can re-create it");
 		if (r.attr.is_zero())
-			r.attr = marked_behind(a, false);
+			r.attr = with_behind_mark(a, false);
+		*marked = pmdk::marked_behind(a);
 		return lanes;
 	} catch (const rpmem::error &open_err) {
 		if (r.rp) {
@@ -83,10 +85,10 @@ unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::strin
 		try {
 			lanes = lanes_per_replica;
 			// Marked behind until the copy is complete.
-			const auto attr = marked_behind(r.attr, true);
+			const auto attr = with_behind_mark(r.attr, true);
 			r.rp = client::remote_pool::create(r.target, r.descriptor, d.master->base(),
 			                                   size, &lanes, &attr, r.conn);
-			*created = true;
+			*created = *marked = true;
 			return lanes;
 		} catch (const rpmem::error &create_err) {
 			throw rpmem::error(
@@ -98,47 +100,33 @@ unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::strin
 }
 
 /**
- * Brings r up to date with the master: the blocks that differ (block checksums compared, see
- * client/block_diff.hpp), or everything when r was just re-created or its rpmemd cannot
- * checksum. Marked behind while anything is written (an interrupted resync leaves it so);
- * then the mark is cleared unless asynchronous replication keeps it until close.
+ * Brings r up to date with the master (client/replica_sync.hpp): the blocks that differ
+ * (block checksums), or everything when r was just re-created or its rpmemd cannot checksum.
+ * Marked behind while anything is written (an interrupted resync leaves it so); then the mark
+ * is cleared unless asynchronous replication keeps it until close.
  */
 void copy_remote(replicated_pool::impl &d, remote_replica &r, std::size_t from, bool created,
-                 const progress_fn &progress, const std::string &what)
+                 bool marked, const progress_fn &progress, const std::string &what)
 {
 	const std::size_t size = d.master->size();
-	std::vector<client::byte_span> ranges;
-	if (created) {
-		ranges.push_back({from, size});
-	} else {
-		try {
-			auto diff = client::compare_blocks(
-			    *r.rp, reinterpret_cast<const std::uint8_t *>(d.master->base()), from,
-			    size);
-			client::log(2, "{}: {} of {} blocks of {} bytes differ: {} bytes to copy",
-			            what, diff.differing_blocks, diff.blocks, diff.block,
-			            diff.bytes());
-			ranges = std::move(diff.ranges);
-		} catch (const rpmem::error &e) {
-			if (e.errnum() != ENOTSUP)
-				throw;
-			client::log(2, "{}: {}: copying the whole master instead", what,
-			            e.message());
-			ranges.push_back({from, size});
-		}
-	}
-	if (!ranges.empty()) {
-		const auto copying = marked_behind(r.attr, true);
-		r.rp->set_attr(&copying);
-		client::push_ranges(*r.rp, ranges, [&](std::uint64_t done, std::uint64_t total) {
-			if (progress)
-				progress(done, total);
-		});
-	} else if (progress) {
+	auto plan = client::plan_sync(
+	    *r.rp, reinterpret_cast<const std::uint8_t *>(d.master->base()), from, size, created);
+	if (plan.method == "delta")
+		client::log(2, "{}: {} of {} blocks of {} bytes differ: {} bytes to copy", what,
+		            plan.diff.differing_blocks, plan.diff.blocks, plan.diff.block,
+		            plan.bytes());
+	else if (!plan.fallback.empty())
+		client::log(2, "{}: {}: copying the whole master instead", what, plan.fallback);
+	const auto copying = with_behind_mark(r.attr, true);
+	const auto done = with_behind_mark(r.attr, d.may_fall_behind());
+	client::replica_destination dest(*r.rp, &copying, &done);
+	client::apply_sync(dest, plan.ranges, {.found_marked = marked},
+	                   [&](std::uint64_t n, std::uint64_t total) {
+		                   if (progress)
+			                   progress(n, total);
+	                   });
+	if (plan.ranges.empty() && progress)
 		progress(0, 0); // in sync already: nothing to copy
-	}
-	const auto done = marked_behind(r.attr, d.may_fall_behind());
-	r.rp->set_attr(&done);
 }
 
 /** r is in sync again; when no replica is lost any more, asynchronous replication goes on. */
@@ -179,10 +167,10 @@ void replicated_pool::resync(std::size_t index, const progress_fn &progress)
 	    fmt::format("replicated_pool::resync: remote replica {} ({})", index, d.where(r));
 	try {
 		drop_session(r);
-		bool created = false;
-		const unsigned lanes = reconnect(d, r, what, &created);
+		bool created = false, marked = false;
+		const unsigned lanes = reconnect(d, r, what, &created, &marked);
 		try {
-			copy_remote(d, r, data_offset(), created, progress, what);
+			copy_remote(d, r, data_offset(), created, marked, progress, what);
 		} catch (const rpmem::error &e) {
 			throw rpmem::error(e.errnum(),
 			                   fmt::format("{}: copying the master failed: {}: "

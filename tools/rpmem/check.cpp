@@ -22,6 +22,7 @@
 #include "pmdk/pool_map.hpp"
 #include "rpmem/error.hpp"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -56,23 +57,19 @@ struct replica_report {
 };
 
 struct local_part {
-	pmdk::unique_fd fd;
-	std::string path;
-	std::uint64_t file_size = 0;
+	pmdk::part_file file; // file.fd < 0: missing
 	pmdk::pool_hdr hdr{};
 	bool header_valid = false;
 };
 
 /** Writes a part header durably. Throws failure naming the part. */
-void write_header(const local_part &p, const pmdk::pool_hdr &h)
+void write_durably(const local_part &p, const pmdk::pool_hdr &h)
 {
-	auto n = pwrite(p.fd.get(), &h, sizeof(h), 0);
-	if (n != static_cast<ssize_t>(sizeof(h)))
-		throw failure(fmt::format("cannot write the pool header of {}: {}", p.path,
-		                          n < 0 ? std::strerror(errno) : "short write"));
-	if (fsync(p.fd.get()) != 0)
-		throw failure(fmt::format("cannot make the pool header of {} durable (fsync): {}",
-		                          p.path, std::strerror(errno)));
+	try {
+		pmdk::write_header(p.file, h);
+	} catch (const rpmem::error &e) {
+		throw failure(e.message());
+	}
 }
 
 /**
@@ -102,14 +99,128 @@ std::optional<std::string> rebuild_part_header(std::vector<local_part> &parts, s
 	fields.links.next_part = next.hdr.part_uuid;
 	struct stat st {
 	};
-	if (fstat(parts[i].fd.get(), &st) == 0)
+	if (fstat(parts[i].file.fd.get(), &st) == 0)
 		fields.crtime =
 		    static_cast<std::uint64_t>(st.st_ctime); // as PMDK stamps a new part
 	auto h = pmdk::encode(fields);
-	write_header(parts[i], h);
+	write_durably(parts[i], h);
 	parts[i].hdr = h;
 	parts[i].header_valid = true;
 	return std::nullopt;
+}
+
+/** Opens the local replica r's parts (missing ones as empty entries, a short or missing part
+ *  a problem) and reads the headers; false when it cannot look at all (rep.error says why). */
+bool open_parts(const poolset::poolset &ps, std::size_t r, bool repair, replica_report &rep,
+                std::vector<local_part> &out)
+{
+	const auto &parts = ps.replicas[r].parts;
+	pmdk::part_rules rules;
+	rules.read_only = !repair;
+	rules.sizes = pmdk::part_rules::size_rule::any; // a short part is a finding, below
+	rules.in_use_remedy = "a pool in use cannot be checked; close it first";
+	for (std::size_t i = 0; i < parts.size(); ++i) {
+		const auto &p = parts[i];
+		local_part lp;
+		try {
+			lp.file = pmdk::open_part(p.path, p.size, p.line, rules);
+		} catch (const rpmem::error &e) {
+			if (e.errnum() == EBUSY) {
+				rep.error = e.message();
+				return false;
+			}
+			if (e.errnum() != ENOENT) {
+				// Not a finding about the set: this command cannot look
+				// (permissions...).
+				rep.error =
+				    fmt::format("{}:{}: part {}: {}{}", ps.file, p.line, i,
+				                e.message(), repair ? " (for writing)" : "");
+				return false;
+			}
+			rep.problems.push_back(fmt::format(
+			    "{}:{}: part {} ({}): cannot open: {}{}", ps.file, p.line, i, p.path,
+			    std::strerror(ENOENT),
+			    r == 0 ? " — the master is lost: rebuild it from a replica "
+			             "(pmempool sync) or promote one (rpmem promote)"
+			           : " — the replica is lost: pmempool sync re-creates it"));
+			out.push_back({});
+			continue;
+		}
+		if (lp.file.file_size < p.size)
+			rep.problems.push_back(fmt::format(
+			    "{}:{}: part {} ({}) is {} bytes, smaller than the {} the pool set "
+			    "declares: the pool was not created from this pool set",
+			    ps.file, p.line, i, p.path, lp.file.file_size, p.size));
+		if (i < ps.header_count(r)) {
+			try {
+				lp.hdr = pmdk::read_header(lp.file);
+				lp.header_valid = !pmdk::check_header_alone(lp.hdr);
+			} catch (const rpmem::error &) {
+				// A header that cannot be read is reported as such below.
+			}
+		}
+		out.push_back(std::move(lp));
+	}
+	return true;
+}
+
+/** Damaged headers, each on its own; with --repair rebuilt from sound neighbours. */
+void check_each_header(std::vector<local_part> &parts, std::size_t nhdrs, bool repair,
+                       replica_report &rep)
+{
+	for (std::size_t i = 0; i < nhdrs; ++i) {
+		auto &lp = parts[i];
+		if (lp.header_valid)
+			continue;
+		auto wrong = pmdk::check_header_alone(lp.hdr).value_or("cannot read the header");
+		if (repair) {
+			auto why_not = rebuild_part_header(parts, i);
+			if (!why_not) {
+				rep.repairs.push_back(fmt::format(
+				    "part {} ({}): header rebuilt from part 0's and its "
+				    "neighbours' ({})",
+				    i, lp.file.path, wrong));
+				continue;
+			}
+			wrong += "; not repaired: " + *why_not;
+		} else if (i > 0) {
+			wrong += " (--repair rebuilds it from part 0's and its neighbours')";
+		}
+		rep.problems.push_back(fmt::format("part {} ({}): {}", i, lp.file.path, wrong));
+	}
+}
+
+/** How each sound header ties into the set, and what part 0's says of the whole. */
+void check_links(const poolset::poolset &ps, const std::vector<local_part> &parts,
+                 std::size_t nhdrs, replica_report &rep)
+{
+	const auto &first = parts[0].hdr;
+	for (std::size_t i = 1; i < nhdrs; ++i) {
+		auto prev = parts[(i + nhdrs - 1) % nhdrs].hdr.part_uuid;
+		auto next = parts[(i + 1) % nhdrs].hdr.part_uuid;
+		if (auto wrong = pmdk::check_header(parts[i].hdr, first, prev, next))
+			rep.problems.push_back(
+			    fmt::format("part {} ({}): {}", i, parts[i].file.path, *wrong));
+	}
+	if (nhdrs > 1 && (first.prev_part_uuid != parts[nhdrs - 1].hdr.part_uuid ||
+	                  first.next_part_uuid != parts[1].hdr.part_uuid))
+		rep.problems.push_back(fmt::format("part 0 ({}): its part links do not match the "
+		                                   "neighbouring parts: parts were reordered or "
+		                                   "replaced",
+		                                   parts[0].file.path));
+	if (rep.problems.empty())
+		rep.part0 = first;
+	if (pmdk::marked_rebuilding(first))
+		rep.problems.push_back(
+		    fmt::format("marked as being rebuilt from a replica (an interrupted `rpmem "
+		                "sync --from`): finish it with `rpmem sync --from R {}`",
+		                ps.file));
+	if (pmdk::marked_behind(first))
+		rep.notes.push_back("marked possibly behind its master (an asynchronous writer did "
+		                    "not close it cleanly)");
+	if ((pmdk::load_le(first.feat.incompat) & pmdk::feat_incompat_sds) && first.sds.dirty)
+		rep.notes.push_back("shutdown state dirty: the pool was not closed cleanly; "
+		                    "libpmemobj checks the devices on its next open");
 }
 
 /** The local replica r: parts, sizes, headers; with --repair, damaged part headers. */
@@ -120,111 +231,15 @@ replica_report check_local(const poolset::poolset &ps, std::size_t r, bool repai
 	const auto &parts = ps.replicas[r].parts;
 	const std::size_t nhdrs = ps.header_count(r);
 	std::vector<local_part> ps_parts;
-	for (std::size_t i = 0; i < parts.size(); ++i) {
-		const auto &p = parts[i];
-		int fd = ::open(p.path.c_str(), (repair ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-		if (fd < 0 && errno != ENOENT) {
-			// Not a finding about the set: this command cannot look (permissions...).
-			rep.error = fmt::format("{}:{}: part {} ({}): cannot open{}: {}", ps.file,
-			                        p.line, i, p.path, repair ? " for writing" : "",
-			                        std::strerror(errno));
-			return rep;
-		}
-		if (fd < 0) {
-			const int e = errno;
-			rep.problems.push_back(fmt::format(
-			    "{}:{}: part {} ({}): cannot open: {}{}", ps.file, p.line, i, p.path,
-			    std::strerror(e),
-			    e == ENOENT
-			        ? (r == 0 ? " — the master is lost: rebuild it from a replica "
-			                    "(pmempool sync) or promote one (rpmem promote)"
-			                  : " — the replica is lost: pmempool sync re-creates "
-			                    "it")
-			        : ""));
-			ps_parts.push_back({});
-			continue;
-		}
-		local_part lp{pmdk::unique_fd(fd), p.path, 0, {}, false};
-		const int busy = pmdk::try_lock(fd);
-		if (busy == EWOULDBLOCK) {
-			rep.error = fmt::format("{} is in use{}: a pool in use cannot be checked; "
-			                        "close it first",
-			                        p.path, pmdk::lock_holder(fd));
-			return rep;
-		}
-		struct stat st {
-		};
-		if (fstat(fd, &st) == 0)
-			lp.file_size = static_cast<std::uint64_t>(st.st_size);
-		if (lp.file_size < p.size)
-			rep.problems.push_back(fmt::format(
-			    "{}:{}: part {} ({}) is {} bytes, smaller than the {} the pool set "
-			    "declares: the pool was not created from this pool set",
-			    ps.file, p.line, i, p.path, lp.file_size, p.size));
-		if (i < nhdrs) {
-			if (pread(fd, &lp.hdr, sizeof(lp.hdr), 0) == sizeof(lp.hdr))
-				lp.header_valid = !pmdk::check_header_alone(lp.hdr);
-		}
-		ps_parts.push_back(std::move(lp));
-	}
-	std::uint64_t size = 0;
+	if (!open_parts(ps, r, repair, rep, ps_parts))
+		return rep;
 	for (std::size_t i = 0; i < parts.size(); ++i)
-		size += pmdk::part_extent(i, parts[i].size, parts.size(), nhdrs).length;
-	rep.pool_size = size;
+		rep.pool_size += pmdk::part_extent(i, parts[i].size, parts.size(), nhdrs).length;
 	if (!rep.problems.empty() || nhdrs == 0)
 		return rep; // a missing or short part: the headers say nothing more
-
-	// Damaged headers first (each on its own), then how each sound one ties into the set.
-	for (std::size_t i = 0; i < nhdrs; ++i) {
-		auto &lp = ps_parts[i];
-		if (lp.header_valid)
-			continue;
-		auto wrong = pmdk::check_header_alone(lp.hdr).value_or("cannot read the header");
-		if (repair) {
-			auto why_not = rebuild_part_header(ps_parts, i);
-			if (!why_not) {
-				rep.repairs.push_back(fmt::format(
-				    "part {} ({}): header rebuilt from part 0's and its "
-				    "neighbours' ({})",
-				    i, lp.path, wrong));
-				continue;
-			}
-			wrong += "; not repaired: " + *why_not;
-		} else if (i > 0) {
-			wrong += " (--repair rebuilds it from part 0's and its neighbours')";
-		}
-		rep.problems.push_back(fmt::format("part {} ({}): {}", i, lp.path, wrong));
-	}
-	if (!rep.problems.empty())
-		return rep;
-	const auto &first = ps_parts[0].hdr;
-	for (std::size_t i = 1; i < nhdrs; ++i) {
-		auto prev = ps_parts[(i + nhdrs - 1) % nhdrs].hdr.part_uuid;
-		auto next = ps_parts[(i + 1) % nhdrs].hdr.part_uuid;
-		if (auto wrong = pmdk::check_header(ps_parts[i].hdr, first, prev, next))
-			rep.problems.push_back(
-			    fmt::format("part {} ({}): {}", i, ps_parts[i].path, *wrong));
-	}
-	if (nhdrs > 1 && (first.prev_part_uuid != ps_parts[nhdrs - 1].hdr.part_uuid ||
-	                  first.next_part_uuid != ps_parts[1].hdr.part_uuid))
-		rep.problems.push_back(fmt::format("part 0 ({}): its part links do not match the "
-		                                   "neighbouring parts: parts were reordered or "
-		                                   "replaced",
-		                                   ps_parts[0].path));
+	check_each_header(ps_parts, nhdrs, repair, rep);
 	if (rep.problems.empty())
-		rep.part0 = first;
-	const auto incompat = pmdk::load_le(first.feat.incompat);
-	if (incompat & pmdk::feat_incompat_rpmem_rebuilding)
-		rep.problems.push_back(
-		    fmt::format("marked as being rebuilt from a replica (an interrupted `rpmem "
-		                "sync --from`): finish it with `rpmem sync --from R {}`",
-		                ps.file));
-	if (pmdk::load_le(first.feat.compat) & pmdk::feat_compat_rpmem_behind)
-		rep.notes.push_back("marked possibly behind its master (an asynchronous writer did "
-		                    "not close it cleanly)");
-	if ((incompat & pmdk::feat_incompat_sds) && first.sds.dirty)
-		rep.notes.push_back("shutdown state dirty: the pool was not closed cleanly; "
-		                    "libpmemobj checks the devices on its next open");
+		check_links(ps, ps_parts, nhdrs, rep);
 	return rep;
 }
 
@@ -255,7 +270,7 @@ replica_report check_remote(const poolset::poolset &ps, const master &m, ring &r
 			for (auto &d :
 			     attr_differences(expected_attr(m, ring, r, have), have, ring, r))
 				rep.problems.push_back("header: " + d);
-			if (have.compat_features & pmdk::feat_compat_rpmem_behind)
+			if (pmdk::marked_behind(have))
 				rep.problems.push_back("marked possibly behind the master (an "
 				                       "asynchronous writer or a "
 				                       "sync did not finish)");
@@ -347,20 +362,13 @@ void add_json(json &j, const poolset::poolset &ps, const replica_report &rep)
 	j.end_object();
 }
 
-} // namespace
-
-int cmd_check(const check_args &a)
+/** Every local replica; a copy must belong to the master's pool set. */
+std::vector<replica_report> check_locals(const poolset::poolset &ps, bool repair)
 {
-	auto ps = load(a.poolset);
-	if (ps.replicas.empty() || ps.replicas[0].is_remote())
-		throw failure(
-		    fmt::format("{}: the master replica (the first one) must be local", ps.file),
-		    exit_usage);
 	std::vector<replica_report> reports;
 	for (std::size_t r = 0; r < ps.replicas.size(); ++r)
 		if (!ps.replicas[r].is_remote())
-			reports.push_back(check_local(ps, r, a.repair));
-	// A local copy belongs to the master's pool set.
+			reports.push_back(check_local(ps, r, repair));
 	for (auto &rep : reports)
 		if (rep.replica > 0 && rep.part0 && reports.front().part0 &&
 		    rep.part0->poolset_uuid != reports.front().part0->poolset_uuid)
@@ -370,12 +378,17 @@ int cmd_check(const check_args &a)
 			                "re-create it from the master (pmempool sync)",
 			                uuid_text(rep.part0->poolset_uuid),
 			                uuid_text(reports.front().part0->poolset_uuid)));
-	// The remote replicas are checked against the master, so only when it is sound; the
-	// local checks' files are closed by now (the master takes its own locks).
-	const auto &master_report = reports.front();
+	return reports;
+}
+
+/** Every remote replica, checked against the master, so only when it is sound; the local
+ *  checks' files are closed by now (the master takes its own locks). */
+void check_remotes(const poolset::poolset &ps, bool repair, std::vector<replica_report> &reports)
+{
+	const bool master_sound = reports.front().consistent();
 	std::unique_ptr<master> m;
 	std::string no_master;
-	if (!master_report.consistent())
+	if (!master_sound)
 		no_master = "the master is not sound (see replica 0)";
 	else
 		try {
@@ -389,24 +402,25 @@ int cmd_check(const check_args &a)
 	for (std::size_t r = 1; r < ps.replicas.size(); ++r) {
 		if (!ps.replicas[r].is_remote())
 			continue;
-		if (!m) {
-			replica_report rep;
-			rep.replica = r;
-			rep.remote = true;
-			if (master_report.consistent())
-				rep.error = no_master; // the master could not be mapped: why is new
-			else
-				rep.skipped = no_master;
-			reports.push_back(rep);
+		if (m) {
+			reports.push_back(check_remote(ps, *m, *rg, r, repair));
 			continue;
 		}
-		reports.push_back(check_remote(ps, *m, *rg, r, a.repair));
+		replica_report rep;
+		rep.replica = r;
+		rep.remote = true;
+		if (master_sound)
+			rep.error = no_master; // the master could not be mapped: why is new
+		else
+			rep.skipped = no_master;
+		reports.push_back(rep);
 	}
-	std::sort(reports.begin(), reports.end(),
-	          [](const auto &x, const auto &y) { return x.replica < y.replica; });
+}
 
-	// A definite finding outranks what could not be looked at: 1 if anything is
-	// inconsistent, else 2 if anything could not be checked, else 0.
+/** A definite finding outranks what could not be looked at: 1 if anything is inconsistent,
+ *  else 2 if anything could not be checked, else 0. */
+int verdict(const std::vector<replica_report> &reports)
+{
 	int result = exit_ok;
 	for (const auto &rep : reports)
 		if (!rep.problems.empty())
@@ -414,20 +428,38 @@ int cmd_check(const check_args &a)
 	for (const auto &rep : reports)
 		if (!rep.error.empty() && result == exit_ok)
 			result = exit_usage;
+	return result;
+}
+
+void print_json(const check_args &a, const poolset::poolset &ps,
+                const std::vector<replica_report> &reports, int result)
+{
+	json j;
+	j.begin_object().member("poolset", a.poolset).member("repair", a.repair);
+	j.key("replicas").begin_array();
+	for (const auto &rep : reports)
+		add_json(j, ps, rep);
+	j.end_array()
+	    .member("consistent", result == exit_ok)
+	    .member("exit_status", result)
+	    .end_object();
+	fmt::print("{}\n", j.str());
+}
+
+int cmd_check(const check_args &a)
+{
+	auto ps = load(a.poolset);
+	if (ps.replicas.empty() || ps.replicas[0].is_remote())
+		throw failure(
+		    fmt::format("{}: the master replica (the first one) must be local", ps.file),
+		    exit_usage);
+	auto reports = check_locals(ps, a.repair);
+	check_remotes(ps, a.repair, reports);
+	std::sort(reports.begin(), reports.end(),
+	          [](const auto &x, const auto &y) { return x.replica < y.replica; });
+	const int result = verdict(reports);
 	if (a.json) {
-		json j;
-		j.begin_object()
-		    .member("poolset", a.poolset)
-		    .member("repair", a.repair)
-		    .key("replicas")
-		    .begin_array();
-		for (const auto &rep : reports)
-			add_json(j, ps, rep);
-		j.end_array()
-		    .member("consistent", result == exit_ok)
-		    .member("exit_status", result)
-		    .end_object();
-		fmt::print("{}\n", j.str());
+		print_json(a, ps, reports, result);
 		return result;
 	}
 	for (const auto &rep : reports)
@@ -438,6 +470,24 @@ int cmd_check(const check_args &a)
 	else if (result == exit_ok)
 		fmt::print("{}: consistent; `rpmem verify` compares the data\n", ps.file);
 	return result;
+}
+
+} // namespace
+
+command_run add_check(CLI::App &app)
+{
+	auto a = std::make_shared<check_args>();
+	auto *cmd = app.add_subcommand(
+	    "check", "check that the pool set is whole: local parts, headers, links, remote "
+	             "replicas' sizes and attributes (--repair fixes what it safely can)");
+	cmd->add_option("POOLSET", a->poolset, "the pool set file the application opens")
+	    ->required()
+	    ->check(CLI::ExistingFile);
+	cmd->add_flag("--repair", a->repair,
+	              "rebuild damaged part headers from sound ones and bring mislinked, "
+	              "missing or behind remote replicas in line with a sound master");
+	cmd->add_flag("--json", a->json, "print one JSON object (rpmem(1): JSON OUTPUT)");
+	return [a] { return cmd_check(*a); };
 }
 
 } // namespace rpmem::tool

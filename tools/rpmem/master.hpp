@@ -6,6 +6,7 @@
 // PMDK's layout for the daemon, replicated_pool and the tool.
 #pragma once
 
+#include "pmdk/part_set.hpp"
 #include "pmdk/pool_header.hpp"
 #include "pmdk/pool_map.hpp"
 #include "poolset/poolset.hpp"
@@ -41,7 +42,7 @@ public:
 	void mark_rebuilding(bool on);
 
 private:
-	std::vector<pmdk::unique_fd> fds_;
+	std::unique_ptr<pmdk::part_set> parts_; // declared before map_: unmapped before unlocked
 	std::unique_ptr<pmdk::pool_map> map_;
 	std::uint64_t size_ = 0;
 	std::optional<pmdk::pool_hdr> header_;
@@ -50,8 +51,5 @@ private:
 /** The attributes replica r (> 0) of an n-replica set must carry: the master's signature,
  * version, features, pool set UUID and arch flags; uuid/next/prev as given. */
 pool_attr replica_attr(const pmdk::pool_hdr &master_hdr);
-
-/** Takes flock(LOCK_EX|LOCK_NB) on fd; throws failure naming path when it is in use. */
-void lock_or_throw(int fd, const std::string &path, const char *what_holds_it);
 
 } // namespace rpmem::tool

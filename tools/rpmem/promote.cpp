@@ -12,15 +12,16 @@
 
 #include "client/json.hpp"
 
+#include "pmdk/part_set.hpp"
 #include "pmdk/pool_header.hpp"
+#include "rpmem/error.hpp"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <fstream>
-#include <unistd.h>
 
 namespace rpmem::tool
 {
@@ -28,33 +29,20 @@ namespace rpmem::tool
 namespace
 {
 
-struct part_header {
-	pmdk::unique_fd fd;
-	std::string path;
-	pmdk::pool_hdr hdr{};
-};
-
-void read_header(part_header &p)
+/** Writes one part's header durably (pmdk::write_header: the part layer's one path). */
+void write_durably(const pmdk::part_file &p, const pmdk::pool_hdr &h)
 {
-	auto n = pread(p.fd.get(), &p.hdr, sizeof(p.hdr), 0);
-	if (n != static_cast<ssize_t>(sizeof(p.hdr)))
-		throw failure(fmt::format("cannot read the pool header of {}: {}", p.path,
-		                          n < 0 ? std::strerror(errno) : "the file is too short"));
+	try {
+		pmdk::write_header(p, h);
+	} catch (const rpmem::error &e) {
+		throw failure(fmt::format("{} — the part headers may now disagree; fix the cause "
+		                          "and run `rpmem promote --force` again",
+		                          e.message()));
+	}
 }
 
-void write_header(const part_header &p)
-{
-	auto n = pwrite(p.fd.get(), &p.hdr, sizeof(p.hdr), 0);
-	if (n != static_cast<ssize_t>(sizeof(p.hdr)) || fsync(p.fd.get()) != 0)
-		throw failure(fmt::format("cannot write the pool header of {}: {} — the part "
-		                          "headers may now disagree; fix the cause and run "
-		                          "`rpmem promote --force` again",
-		                          p.path, std::strerror(errno)));
-}
-
-} // namespace
-
-int cmd_promote(const promote_args &a)
+/** The replica's pool set: one replica, with headers. Throws failure saying why not. */
+poolset::poolset load_replica_set(const promote_args &a)
 {
 	poolset::poolset ps;
 	try {
@@ -74,43 +62,66 @@ int cmd_promote(const promote_args &a)
 		    fmt::format("{}: OPTION NOHDRS: the pool has no headers, so there are "
 		                "no replica links to rewrite; open it as it is",
 		                a.poolset));
+	return ps;
+}
+
+/** The replica's parts, locked, with their headers as found; every header checked first:
+ *  nothing is written unless every one is sound. */
+struct replica_parts {
+	std::unique_ptr<pmdk::part_set> set;
+	std::vector<pmdk::pool_hdr> headers;
+};
+
+replica_parts open_checked(const promote_args &a, const poolset::poolset &ps)
+{
 	const auto &parts = ps.replicas[0].parts;
 	const std::size_t nhdrs = ps.header_count(0);
-
-	std::vector<part_header> hs;
-	for (std::size_t i = 0; i < nhdrs; ++i) {
-		int fd = ::open(parts[i].path.c_str(), O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			throw failure(fmt::format("{}:{}: cannot open part {} ({}): {}", a.poolset,
-			                          parts[i].line, i, parts[i].path,
-			                          std::strerror(errno)));
-		hs.push_back({pmdk::unique_fd(fd), parts[i].path, {}});
-		lock_or_throw(fd, parts[i].path, "rpmemd or an application");
-		read_header(hs.back());
+	pmdk::part_rules rules;
+	rules.in_use_remedy = "rpmemd or an application has it open: close it first";
+	rules.sizes = pmdk::part_rules::size_rule::any;
+	replica_parts rp;
+	try {
+		rp.set =
+		    std::make_unique<pmdk::part_set>(pmdk::part_set::open(parts, nhdrs, rules));
+		for (std::size_t i = 0; i < nhdrs; ++i)
+			rp.headers.push_back(rp.set->read_header(i));
+	} catch (const rpmem::error &e) {
+		throw failure(fmt::format("{}: {}", a.poolset, e.message()));
 	}
-	// Check first: nothing is written unless every header is sound. A copy: the headers
-	// are rewritten below, and what was found is what is reported.
-	const pmdk::pool_hdr first = hs[0].hdr;
+	const auto &hs = rp.headers;
 	for (std::size_t i = 0; i < nhdrs; ++i) {
-		auto prev = hs[(i + nhdrs - 1) % nhdrs].hdr.part_uuid;
-		auto next = hs[(i + 1) % nhdrs].hdr.part_uuid;
-		if (auto wrong = pmdk::check_header(hs[i].hdr, first, prev, next))
+		auto prev = hs[(i + nhdrs - 1) % nhdrs].part_uuid;
+		auto next = hs[(i + 1) % nhdrs].part_uuid;
+		if (auto wrong = pmdk::check_header(hs[i], hs[0], prev, next))
 			throw failure(fmt::format("{}: part {} ({}): {}: the replica cannot be "
 			                          "promoted; rebuild it from another replica "
 			                          "(pmempool sync)",
-			                          a.poolset, i, hs[i].path, *wrong));
+			                          a.poolset, i, parts[i].path, *wrong));
 	}
+	return rp;
+}
+
+/** What promote found in part 0's header. */
+struct finding {
+	pmdk::pool_hdr first;
+	bool linked_to_self, behind, dirty;
+};
+
+/** Says what the replica is; refuses one marked possibly behind without --force. */
+finding examine(const promote_args &a, const poolset::poolset &ps, const pmdk::pool_hdr &first)
+{
 	const auto self = first.part_uuid;
-	const bool linked_to_self = first.prev_repl_uuid == self && first.next_repl_uuid == self;
-	const bool behind = pmdk::load_le(first.feat.compat) & pmdk::feat_compat_rpmem_behind;
-	const bool dirty =
-	    (pmdk::load_le(first.feat.incompat) & pmdk::feat_incompat_sds) && first.sds.dirty;
-	say(a.json, "{}: {} part(s), signature {}, pool set UUID {}\n", a.poolset, parts.size(),
-	    signature_text(first.signature), uuid_text(first.poolset_uuid));
+	finding f{first, first.prev_repl_uuid == self && first.next_repl_uuid == self,
+	          pmdk::marked_behind(first),
+	          (pmdk::load_le(first.feat.incompat) & pmdk::feat_incompat_sds) &&
+	              first.sds.dirty};
+	say(a.json, "{}: {} part(s), signature {}, pool set UUID {}\n", a.poolset,
+	    ps.replicas[0].parts.size(), signature_text(first.signature),
+	    uuid_text(first.poolset_uuid));
 	say(a.json, "  replica links: prev {} next {}{}\n", uuid_text(first.prev_repl_uuid),
 	    uuid_text(first.next_repl_uuid),
-	    linked_to_self ? " (already itself: a single-replica pool)" : "");
-	if (behind && !a.force)
+	    f.linked_to_self ? " (already itself: a single-replica pool)" : "");
+	if (f.behind && !a.force)
 		throw failure(fmt::format(
 		    "{}: the replica may be behind its master: it was written asynchronously "
 		    "(rpmem::replicated_pool) and its writer did not close the pool cleanly, so "
@@ -118,63 +129,105 @@ int cmd_promote(const promote_args &a)
 		    "the master is reachable, resync this replica from it instead; if this is the "
 		    "best copy left, promote it with --force",
 		    a.poolset));
-	if (behind)
+	if (f.behind)
 		say(a.json, "  warning: marked possibly behind its master (--force: promoting it "
 		            "anyway; the mark is cleared)\n");
-	if (dirty)
+	if (f.dirty)
 		say(a.json,
 		    "  shutdown state: dirty (the replica was open when the master was lost); "
 		    "libpmemobj checks it on open\n");
+	return f;
+}
 
-	const bool promote = !a.dry_run && (!linked_to_self || a.force);
+/** Points both replica links of every header at the replica itself, durably, part by part. */
+void relink(replica_parts &rp, const pmdk::uuid &self)
+{
+	for (std::size_t i = 0; i < rp.headers.size(); ++i) {
+		auto h = rp.headers[i];
+		h.prev_repl_uuid = self;
+		h.next_repl_uuid = self;
+		pmdk::set_behind_mark(h, false);
+		pmdk::seal(h);
+		write_durably((*rp.set)[i], h);
+	}
+}
+
+void write_output(const promote_args &a, const poolset::poolset &ps)
+{
+	std::string text = poolset::to_string(ps);
+	std::ofstream out(a.output, std::ios::trunc);
+	if (!(out << text) || !out.flush())
+		throw failure(fmt::format("cannot write {}: {}", a.output, std::strerror(errno)));
+	say(a.json,
+	    "wrote {}: open it with libpmemobj; to replicate again, add replicas "
+	    "with `pmempool transform`\n",
+	    a.output);
+}
+
+void print_json(const promote_args &a, const poolset::poolset &ps, const finding &f, bool promote,
+                std::size_t headers)
+{
+	json j;
+	j.begin_object()
+	    .member("poolset", a.poolset)
+	    .member("parts", std::uint64_t{ps.replicas[0].parts.size()})
+	    .member("signature", signature_text(f.first.signature))
+	    .member("poolset_uuid", uuid_text(f.first.poolset_uuid))
+	    .member("uuid", uuid_text(f.first.part_uuid))
+	    .member("prev_uuid", uuid_text(f.first.prev_repl_uuid))
+	    .member("next_uuid", uuid_text(f.first.next_repl_uuid))
+	    .member("already_promoted", f.linked_to_self)
+	    .member("was_marked_behind", f.behind)
+	    .member("shutdown_dirty", f.dirty)
+	    .member("dry_run", a.dry_run)
+	    .member("promoted", promote)
+	    .member("headers_written", std::uint64_t{promote ? headers : 0});
+	if (!a.output.empty())
+		j.member("output", a.output);
+	j.member("exit_status", exit_ok).end_object();
+	fmt::print("{}\n", j.str());
+}
+
+int cmd_promote(const promote_args &a)
+{
+	const auto ps = load_replica_set(a);
+	auto rp = open_checked(a, ps);
+	// A copy: the headers are rewritten below, and what was found is what is reported.
+	const auto f = examine(a, ps, rp.headers[0]);
+	const bool promote = !a.dry_run && (!f.linked_to_self || a.force);
 	if (promote) {
-		for (auto &p : hs) {
-			p.hdr.prev_repl_uuid = self;
-			p.hdr.next_repl_uuid = self;
-			pmdk::store_le(p.hdr.feat.compat, pmdk::load_le(p.hdr.feat.compat) &
-			                                      ~pmdk::feat_compat_rpmem_behind);
-			pmdk::seal(p.hdr);
-			write_header(p);
-		}
-		say(a.json, "promoted: replica links of {} header(s) now point at {}\n", hs.size(),
-		    uuid_text(self));
+		relink(rp, f.first.part_uuid);
+		say(a.json, "promoted: replica links of {} header(s) now point at {}\n",
+		    rp.headers.size(), uuid_text(f.first.part_uuid));
 	} else if (a.dry_run) {
 		say(a.json, "dry run: nothing written\n");
 	}
-
-	if (!a.output.empty()) {
-		std::string text = poolset::to_string(ps);
-		std::ofstream out(a.output, std::ios::trunc);
-		if (!(out << text) || !out.flush())
-			throw failure(
-			    fmt::format("cannot write {}: {}", a.output, std::strerror(errno)));
-		say(a.json,
-		    "wrote {}: open it with libpmemobj; to replicate again, add replicas "
-		    "with `pmempool transform`\n",
-		    a.output);
-	}
-	if (a.json) {
-		json j;
-		j.begin_object()
-		    .member("poolset", a.poolset)
-		    .member("parts", std::uint64_t{parts.size()})
-		    .member("signature", signature_text(first.signature))
-		    .member("poolset_uuid", uuid_text(first.poolset_uuid))
-		    .member("uuid", uuid_text(self))
-		    .member("prev_uuid", uuid_text(first.prev_repl_uuid))
-		    .member("next_uuid", uuid_text(first.next_repl_uuid))
-		    .member("already_promoted", linked_to_self)
-		    .member("was_marked_behind", behind)
-		    .member("shutdown_dirty", dirty)
-		    .member("dry_run", a.dry_run)
-		    .member("promoted", promote)
-		    .member("headers_written", std::uint64_t{promote ? hs.size() : 0});
-		if (!a.output.empty())
-			j.member("output", a.output);
-		j.member("exit_status", exit_ok).end_object();
-		fmt::print("{}\n", j.str());
-	}
+	if (!a.output.empty())
+		write_output(a, ps);
+	if (a.json)
+		print_json(a, ps, f, promote, rp.headers.size());
 	return exit_ok;
+}
+
+} // namespace
+
+command_run add_promote(CLI::App &app)
+{
+	auto a = std::make_shared<promote_args>();
+	auto *cmd = app.add_subcommand(
+	    "promote", "make a replica the master on its own host after the master is lost");
+	cmd->add_option("POOLSET", a->poolset, "the replica's pool set file on this host")
+	    ->required()
+	    ->check(CLI::ExistingFile);
+	cmd->add_option("-o,--output", a->output,
+	                "write a local pool set file for the promoted pool");
+	cmd->add_flag("-n,--dry-run", a->dry_run, "check the headers, write nothing");
+	cmd->add_flag("--json", a->json, "print one JSON object (rpmem(1): JSON OUTPUT)");
+	cmd->add_flag("-f,--force", a->force,
+	              "promote a replica marked possibly behind its master (an asynchronous "
+	              "writer did not close cleanly), and rewrite the links even if they "
+	              "already point at the replica itself");
+	return [a] { return cmd_promote(*a); };
 }
 
 } // namespace rpmem::tool

@@ -61,14 +61,9 @@ ring::ring(const poolset::poolset &ps, const master &m) : ids_(ps.replicas.size(
 	for (std::size_t r = 1; r < ps.replicas.size(); ++r) {
 		if (ps.replicas[r].is_remote() || ps.header_count(r) == 0)
 			continue;
-		int fd = ::open(ps.replicas[r].parts[0].path.c_str(), O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		pmdk::pool_hdr hdr;
-		if (pread(fd, &hdr, sizeof(hdr), 0) == sizeof(hdr) &&
-		    !pmdk::check_header_alone(hdr))
-			learn(r, hdr.part_uuid, hdr.prev_repl_uuid, hdr.next_repl_uuid);
-		::close(fd);
+		const auto hdr = pmdk::peek_header(ps.replicas[r].parts[0].path);
+		if (hdr && !pmdk::check_header_alone(*hdr))
+			learn(r, hdr->part_uuid, hdr->prev_repl_uuid, hdr->next_repl_uuid);
 	}
 }
 
@@ -87,7 +82,7 @@ control::pool_attr expected_attr(const master &m, const ring &ring, std::size_t 
                                  const control::pool_attr &have)
 {
 	control::pool_attr want = pmdk::header_attr(*m.header());
-	want.compat_features &= ~pmdk::feat_compat_rpmem_behind;
+	want = pmdk::with_behind_mark(want, false);
 	want.uuid = have.uuid;
 	want.prev_uuid = ring.prev(r).value_or(have.prev_uuid);
 	want.next_uuid = ring.next(r).value_or(have.next_uuid);
@@ -110,7 +105,7 @@ std::vector<std::string> attr_differences(const control::pool_attr &want,
 	if (want.major != have.major)
 		out.push_back(fmt::format("major {} (master: {})", have.major, want.major));
 	// The "possibly behind" mark is the replica's own (reported by itself, not a difference).
-	if (want.compat_features != (have.compat_features & ~pmdk::feat_compat_rpmem_behind) ||
+	if (want.compat_features != pmdk::with_behind_mark(have, false).compat_features ||
 	    want.incompat_features != have.incompat_features ||
 	    want.ro_compat_features != have.ro_compat_features)
 		out.push_back("feature flags differ from the master's");

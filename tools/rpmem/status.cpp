@@ -12,6 +12,7 @@
 #include "pmdk/part_file.hpp"
 #include "poolset/poolset.hpp"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -36,23 +37,9 @@ std::optional<std::int64_t> lock_holder_pid(const std::string &poolset_file)
 		auto ps = poolset::parse_file(poolset_file);
 		if (ps.replicas.empty() || ps.replicas[0].parts.empty())
 			return std::nullopt;
-		// Non-blocking and regular files only: the path comes from a record file.
-		pmdk::unique_fd fd(::open(ps.replicas[0].parts[0].path.c_str(),
-		                          O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-		struct stat st {
-		};
-		if (fd.get() < 0 || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
-			return std::nullopt;
-		const std::string holder = pmdk::lock_holder(fd.get()); // " (pid N)" or ""
-		auto at = holder.find("pid ");
-		if (at == std::string::npos)
-			return std::nullopt;
-		std::int64_t pid = 0;
-		const char *b = holder.data() + at + 4;
-		auto [p, ec] = std::from_chars(b, holder.data() + holder.size(), pid);
-		if (ec != std::errc() || p == b)
-			return std::nullopt;
-		return pid;
+		if (auto pid = pmdk::lock_holder_pid(ps.replicas[0].parts[0].path))
+			return std::int64_t{*pid};
+		return std::nullopt;
 	} catch (const std::exception &) {
 		return std::nullopt;
 	}
@@ -79,57 +66,44 @@ std::string age_text(std::uint64_t since)
 	return fmt::format("{} h", s / 3600);
 }
 
-} // namespace
-
-int cmd_status(const status_args &a)
+void print_json(const std::string &dir, const std::vector<control::listed_session> &sessions,
+                std::size_t pruned)
 {
-	const std::string dir = a.dir.empty() ? control::default_session_dir() : a.dir;
-	std::string problem;
-	auto sessions = control::list_sessions(dir, &problem);
-	if (!problem.empty())
-		throw failure(problem + " (rpmemd would not use it either: check the directory, or "
-		                        "give the one rpmemd uses with --dir)");
-	std::size_t pruned = 0;
-	if (a.prune)
-		for (const auto &s : sessions)
-			if (!s.alive && control::still_gone(s.file, s.record) &&
-			    ::unlink(s.file.c_str()) == 0)
-				++pruned;
-
-	if (a.json) {
-		json j;
-		j.begin_object().member("dir", dir).key("sessions").begin_array();
-		for (const auto &s : sessions) {
-			const auto &r = s.record;
-			j.begin_object()
-			    .member("pid", r.pid)
-			    .member("alive", s.alive)
-			    .member("since", r.since)
-			    .member("user", r.user)
-			    .member("peer", r.peer)
-			    .member("descriptor", r.descriptor)
-			    .member("poolset", r.poolset)
-			    .member("pool_size", r.pool_size)
-			    .member("created", r.created)
-			    .member("is_pmem", r.is_pmem)
-			    .member("provider", r.provider)
-			    .member("persist_method", r.method)
-			    .member("lanes", r.lanes)
-			    .member("version", r.version);
-			if (auto holder = s.alive ? lock_holder_pid(r.poolset) : std::nullopt)
-				j.member("lock_holder", *holder);
-			else
-				j.key("lock_holder").null();
-			j.end_object();
-		}
-		j.end_array()
-		    .member("pruned", std::uint64_t{pruned})
-		    .member("exit_status", exit_ok)
-		    .end_object();
-		fmt::print("{}\n", j.str());
-		return exit_ok;
+	json j;
+	j.begin_object().member("dir", dir).key("sessions").begin_array();
+	for (const auto &s : sessions) {
+		const auto &r = s.record;
+		j.begin_object()
+		    .member("pid", r.pid)
+		    .member("alive", s.alive)
+		    .member("since", r.since)
+		    .member("user", r.user)
+		    .member("peer", r.peer)
+		    .member("descriptor", r.descriptor)
+		    .member("poolset", r.poolset)
+		    .member("pool_size", r.pool_size)
+		    .member("created", r.created)
+		    .member("is_pmem", r.is_pmem)
+		    .member("provider", r.provider)
+		    .member("persist_method", r.method)
+		    .member("lanes", r.lanes)
+		    .member("version", r.version);
+		if (auto holder = s.alive ? lock_holder_pid(r.poolset) : std::nullopt)
+			j.member("lock_holder", *holder);
+		else
+			j.key("lock_holder").null();
+		j.end_object();
 	}
+	j.end_array()
+	    .member("pruned", std::uint64_t{pruned})
+	    .member("exit_status", exit_ok)
+	    .end_object();
+	fmt::print("{}\n", j.str());
+}
 
+void print_text(const status_args &a, const std::string &dir,
+                const std::vector<control::listed_session> &sessions)
+{
 	std::size_t alive = 0;
 	for (const auto &s : sessions)
 		alive += s.alive;
@@ -157,7 +131,42 @@ int cmd_status(const status_args &a)
 		    holder ? fmt::format("pid {}", *holder) : std::string("nobody seen"),
 		    r.version);
 	}
+}
+
+int cmd_status(const status_args &a)
+{
+	const std::string dir = a.dir.empty() ? control::default_session_dir() : a.dir;
+	std::string problem;
+	auto sessions = control::list_sessions(dir, &problem);
+	if (!problem.empty())
+		throw failure(problem + " (rpmemd would not use it either: check the directory, or "
+		                        "give the one rpmemd uses with --dir)");
+	std::size_t pruned = 0;
+	if (a.prune)
+		for (const auto &s : sessions)
+			if (!s.alive && control::still_gone(s.file, s.record) &&
+			    ::unlink(s.file.c_str()) == 0)
+				++pruned;
+	if (a.json)
+		print_json(dir, sessions, pruned);
+	else
+		print_text(a, dir, sessions);
 	return exit_ok;
+}
+
+} // namespace
+
+command_run add_status(CLI::App &app)
+{
+	auto a = std::make_shared<status_args>();
+	auto *cmd = app.add_subcommand(
+	    "status", "on a replica node: the pools this user's rpmemd sessions serve now");
+	cmd->add_option("--dir", a->dir,
+	                "the status directory rpmemd records sessions in (rpmemd --status-dir; "
+	                "default /run/user/UID/rpmemd, else /tmp/rpmemd-UID)");
+	cmd->add_flag("--prune", a->prune, "remove the records of sessions whose rpmemd is gone");
+	cmd->add_flag("--json", a->json, "print one JSON object (rpmem(1): JSON OUTPUT)");
+	return [a] { return cmd_status(*a); };
 }
 
 } // namespace rpmem::tool

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The rpmem command-line tool: what its commands share (exit codes, messages, attributes,
-// remote pool options). Each command lives in its own file; main.cpp parses the command line.
+// remote pool options). Each command lives in its own file and adds itself to the command line
+// (its options, its help); main.cpp is the table of commands.
 #pragma once
 
 #include "control/messages.hpp"
@@ -9,12 +10,28 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+namespace CLI
+{
+class App;
+}
+
 namespace rpmem::tool
 {
+
+/** What runs a command once the command line is parsed; returns the exit status. */
+using command_run = std::function<int()>;
+
+/** One rpmem command: `add` adds it (name, options, help) to the command line and returns
+ *  what runs it. A failure it does not foresee exits with `unforeseen`. */
+struct command {
+	command_run (*add)(CLI::App &app);
+	int unforeseen;
+};
 
 /** Exit codes, as pmempool's: 0 success, 1 failure. verify: 1 = replicas differ. */
 inline constexpr int exit_ok = 0;
@@ -85,11 +102,12 @@ struct remote_args {
 	bool json = false; // --json: one JSON object on stdout instead of the text
 };
 
-int cmd_create(const remote_args &r, const attr_options &attrs, bool no_headers);
-int cmd_open_check(const remote_args &r);
-int cmd_info(const remote_args &r);
-int cmd_attr(const remote_args &r, const attr_options &attrs);
-int cmd_rm(const remote_args &r, bool force, bool pool_set);
+// One remote pool (remote.cpp).
+command_run add_create(CLI::App &app);
+command_run add_open_check(CLI::App &app);
+command_run add_info(CLI::App &app);
+command_run add_attr(CLI::App &app);
+command_run add_rm(CLI::App &app);
 
 struct replicate_args {
 	std::string poolset;
@@ -105,8 +123,11 @@ struct replicate_args {
 	bool force = false; // sync --from: even from a replica marked possibly behind
 };
 
-int cmd_verify(const replicate_args &a);
-int cmd_sync(const replicate_args &a);
+// The master against its remote replicas (verify.cpp, sync.cpp).
+command_run add_verify(CLI::App &app);
+command_run add_sync(CLI::App &app);
+/** verify's and sync's POOLSET, --replica and --json. */
+void add_replica_selection(CLI::App *cmd, replicate_args &a);
 
 struct check_args {
 	std::string poolset;
@@ -114,7 +135,7 @@ struct check_args {
 	bool json = false;
 };
 
-int cmd_check(const check_args &a);
+command_run add_check(CLI::App &app);
 
 struct status_args {
 	std::string dir; // the session status directory; empty: control::default_session_dir()
@@ -122,7 +143,7 @@ struct status_args {
 	bool prune = false; // remove the records of sessions whose rpmemd is gone
 };
 
-int cmd_status(const status_args &a);
+command_run add_status(CLI::App &app);
 
 struct promote_args {
 	std::string poolset; // the replica's pool set file on this host
@@ -132,9 +153,10 @@ struct promote_args {
 	bool json = false;  // one JSON object instead of the text lines
 };
 
-int cmd_promote(const promote_args &a);
+command_run add_promote(CLI::App &app);
 
-/** Replaces the process with rpmem-bench from the directory of this executable. */
-int cmd_bench(const std::vector<std::string> &args);
+/** rpmem bench: replaces the process with rpmem-bench from the directory of this
+ *  executable. */
+command_run add_bench(CLI::App &app);
 
 } // namespace rpmem::tool

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Bringing one copy of a pool in line with another: the one implementation of "find what
+// differs, mark the destination not current, move those blocks, clear the mark". Its promise:
+// the destination is marked durably before the first byte moves and the mark is cleared only
+// after the last byte moved is durable there, so an interruption at any moment (the client, the
+// rpmemd or the link gone) leaves it marked and the next sync finishes it.
+//
+// Callers: `rpmem sync` to the replicas and `rpmem sync --from` to the master
+// (tools/rpmem/replicate.cpp), `rpmem check --repair` (through the former),
+// replicated_pool::resync (lib/replication/resync.cpp).
+#pragma once
+
+#include "client/block_diff.hpp"
+#include "client/remote_pool.hpp"
+#include "control/messages.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace rpmem::client
+{
+
+/** What a sync moves, and how it was found. */
+struct sync_plan {
+	std::string method;   // "delta" (block checksums compared) or "full"
+	std::string fallback; // why a delta was wanted and could not be had
+	block_diff diff;      // delta: the comparison's figures
+	std::vector<byte_span> ranges;
+	std::uint64_t bytes() const;
+};
+
+/**
+ * The blocks of [begin, end) in which `local` (the memory registered with rp, pool offset 0)
+ * and the replica differ (block checksums); everything when `full`, or when its rpmemd cannot
+ * checksum (older than protocol 1.2, or block-checksums = no: `fallback` says so).
+ */
+sync_plan plan_sync(remote_pool &rp, const std::uint8_t *local, std::uint64_t begin,
+                    std::uint64_t end, bool full, std::uint32_t block = default_diff_block);
+
+/** Where a sync's bytes go, and how that copy is marked as not current. */
+class sync_destination
+{
+public:
+	virtual ~sync_destination() = default;
+	/** Durably marks the destination as not current. */
+	virtual void mark() = 0;
+	/** Moves [offset, offset+length) and makes it durable at the destination. */
+	virtual void move(std::uint64_t offset, std::uint64_t length) = 0;
+	/** Durably clears the mark: the destination is current. */
+	virtual void clear() = 0;
+};
+
+/** A replica brought in line with the local copy: set_attr(marked) marks it, persists move
+ *  the bytes, set_attr(current) clears the mark. A pool without headers cannot be marked. */
+class replica_destination final : public sync_destination
+{
+public:
+	/** marked / current: the replica's attributes while bytes move and after (nullptr: a
+	 *  pool without headers). */
+	replica_destination(remote_pool &rp, const control::pool_attr *marked,
+	                    const control::pool_attr *current);
+	void mark() override;
+	void move(std::uint64_t offset, std::uint64_t length) override;
+	void clear() override;
+
+private:
+	remote_pool &rp_;
+	std::optional<control::pool_attr> marked_, current_;
+};
+
+/** The local copy (the master) rebuilt from a replica: read into `local`, persisted by
+ *  `persist`; marked and cleared by `set_mark`. */
+class local_destination final : public sync_destination
+{
+public:
+	local_destination(remote_pool &rp, std::uint8_t *local,
+	                  std::function<void(std::uint64_t, std::uint64_t)> persist,
+	                  std::function<void(bool)> set_mark);
+	void mark() override { set_mark_(true); }
+	void move(std::uint64_t offset, std::uint64_t length) override;
+	void clear() override { set_mark_(false); }
+
+private:
+	remote_pool &rp_;
+	std::uint8_t *local_;
+	std::function<void(std::uint64_t, std::uint64_t)> persist_;
+	std::function<void(bool)> set_mark_;
+};
+
+/** How a destination was found and what else the caller writes to it. */
+struct sync_state {
+	bool found_marked = false; // marked already (created so, or an earlier sync stopped)
+	bool other_writes = false; // the caller also rewrites something (its header attributes)
+};
+
+/**
+ * The protocol: when anything is to be written, the destination is marked first (unless it
+ * was found marked); every range moves in chunks, each durable before the next, progress
+ * after each; then the mark is cleared — also when nothing moved but it was found marked.
+ * Returns whether anything was written. Throws what a step threw: the mark then stays.
+ */
+bool apply_sync(sync_destination &dest, const std::vector<byte_span> &ranges,
+                const sync_state &state, const progress_fn &progress = {});
+
+} // namespace rpmem::client
