@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// lib/client/replica_sync (apply_sync, the protocol every sync keeps) and lib/client/block_diff
+// (diff_sums): the promise "marked before the first byte moves, cleared after the last" tried
+// against a destination that records every step and fails where it is told to.
+#include "client/block_diff.hpp"
+#include "client/replica_sync.hpp"
+
+#include "rpmem/error.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using namespace rpmem::client;
+
+namespace
+{
+
+/** A destination that records its steps ("mark", "move OFF+LEN", "clear") and throws at the
+ *  given step. */
+struct recorder final : sync_destination {
+	std::vector<std::string> steps;
+	std::size_t fail_at = SIZE_MAX;
+	bool marked = false; // what the destination's header would say
+
+	void step(std::string s)
+	{
+		if (steps.size() == fail_at)
+			throw rpmem::error(ECONNRESET, "the link went down at " + s);
+		steps.push_back(std::move(s));
+	}
+	void mark() override
+	{
+		step("mark");
+		marked = true;
+	}
+	void move(std::uint64_t off, std::uint64_t n) override
+	{
+		step("move " + std::to_string(off) + "+" + std::to_string(n));
+	}
+	void clear() override
+	{
+		step("clear");
+		marked = false;
+	}
+};
+
+constexpr std::uint64_t MiB = 1u << 20;
+
+} // namespace
+
+TEST_CASE("apply_sync marks first, moves in chunks, clears last", "[client][sync]")
+{
+	recorder r;
+	std::vector<std::uint64_t> done;
+	CHECK(apply_sync(r, {{0, 5 * MiB}, {8 * MiB, 9 * MiB}}, {},
+	                 [&](std::uint64_t d, std::uint64_t total) {
+		                 CHECK(total == 6 * MiB);
+		                 done.push_back(d);
+	                 }));
+	CHECK(r.steps == std::vector<std::string>{"mark", "move 0+4194304", "move 4194304+1048576",
+	                                          "move 8388608+1048576", "clear"});
+	CHECK(done == std::vector<std::uint64_t>{4 * MiB, 5 * MiB, 6 * MiB});
+	CHECK_FALSE(r.marked);
+}
+
+TEST_CASE("apply_sync interrupted at any step leaves the destination marked", "[client][sync]")
+{
+	for (std::size_t at = 1; at <= 3; ++at) { // each move, and the clear
+		recorder r;
+		r.fail_at = at;
+		CHECK_THROWS_AS(apply_sync(r, {{0, 4 * MiB}, {4 * MiB, 6 * MiB}}, {}),
+		                rpmem::error);
+		CHECK(r.steps.front() == "mark");
+		CHECK(r.marked);
+		CHECK(std::find(r.steps.begin(), r.steps.end(), "clear") == r.steps.end());
+	}
+	recorder r;
+	r.fail_at = 0; // the mark itself failed: nothing moved
+	CHECK_THROWS_AS(apply_sync(r, {{0, MiB}}, {}), rpmem::error);
+	CHECK(r.steps.empty());
+}
+
+TEST_CASE("apply_sync: nothing to move touches nothing, unless the destination was marked",
+          "[client][sync]")
+{
+	recorder quiet;
+	CHECK_FALSE(apply_sync(quiet, {}, {}));
+	CHECK(quiet.steps.empty());
+
+	recorder found; // an earlier sync stopped, or the replica was created marked
+	found.marked = true;
+	CHECK_FALSE(apply_sync(found, {}, {.found_marked = true}));
+	CHECK(found.steps == std::vector<std::string>{"clear"});
+	CHECK_FALSE(found.marked);
+
+	recorder moving; // found marked: not marked again, cleared after the bytes
+	moving.marked = true;
+	CHECK(apply_sync(moving, {{0, MiB}}, {.found_marked = true}));
+	CHECK(moving.steps == std::vector<std::string>{"move 0+1048576", "clear"});
+
+	recorder header; // the caller rewrites the header: marked while it does
+	CHECK(apply_sync(header, {}, {.other_writes = true}));
+	CHECK(header.steps == std::vector<std::string>{"mark", "clear"});
+}
+
+TEST_CASE("diff_sums merges neighbouring differing blocks and clips the last",
+          "[client][sync][diff]")
+{
+	auto sum = [](std::uint64_t v) { return rpmem::control::block_sum{v, ~v}; };
+	std::vector<rpmem::control::block_sum> a = {sum(1), sum(2), sum(3), sum(4), sum(5)};
+	std::vector<rpmem::control::block_sum> b = {sum(1), sum(9), sum(9), sum(4), sum(9)};
+	// Blocks of 4 KiB from 4096; the last block is short (the range ends at 4096 + 4.5 blocks).
+	auto d = diff_sums(a, b, 4096, 4096 + 4 * 4096 + 2048, 4096);
+	CHECK(d.blocks == 5);
+	CHECK(d.differing_blocks == 3);
+	REQUIRE(d.ranges.size() == 2);
+	CHECK(d.ranges[0] == byte_span{4096 + 4096, 4096 + 3 * 4096});
+	CHECK(d.ranges[1] == byte_span{4096 + 4 * 4096, 4096 + 4 * 4096 + 2048});
+	CHECK(d.bytes() == 2 * 4096 + 2048);
+	CHECK(diff_sums(a, a, 0, 5 * 4096, 4096).ranges.empty());
+}
