@@ -105,7 +105,7 @@ TEST_CASE("part_set::create makes, allocates and locks every part, 0600", "[pmdk
 	CHECK(set.pool_size() == 6 * MiB - pool_hdr_size);
 }
 
-TEST_CASE("part_set::open locks; a second open is EBUSY naming the holder", "[pmdk][parts]")
+TEST_CASE("part_set::open locks, and a second open is EBUSY naming the holder", "[pmdk][parts]")
 {
 	tmp_dir d;
 	auto specs = d.parts({2 * MiB});
