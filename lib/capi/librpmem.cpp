@@ -9,6 +9,7 @@
 #include "client/env.hpp"
 #include "client/log.hpp"
 #include "client/remote_pool.hpp"
+#include "client/resilient_pool.hpp"
 #include "client/stats_export.hpp"
 #include "pmdk/pool_header.hpp"
 #include "rpmem/error.hpp"
@@ -101,8 +102,9 @@ void from_attr(const ctl::pool_attr &r, rpmem_pool_attr &a)
 	std::memcpy(a.user_flags, r.user_flags.data(), 16);
 }
 
-/** A replica whose writer replicated asynchronously and did not close it cleanly may lack the
- *  master's last persists: it is not opened (in either mode) until resynced or promoted. */
+/** A replica whose writer did not close it cleanly while it may have been behind (written
+ *  asynchronously, or gone on without under RPMEM_ON_OUTAGE=continue) may lack the master's
+ *  last persists: asynchronous mode does not open it until resynced or promoted. */
 void refuse_if_behind(const ctl::pool_attr &a, const char *target, const char *descriptor)
 {
 	if (rpmem::pmdk::marked_behind(a))
@@ -155,22 +157,34 @@ start_async(bool create, const char *target, const char *descriptor, void *addr,
 	    std::move(rp), static_cast<const std::byte *>(addr), size, attr, c);
 }
 
+/** Synchronous (the default): a pool that reconnects by itself and, under
+ *  RPMEM_ON_OUTAGE=continue, goes on without a replica that stays away
+ *  (client/resilient_pool.hpp). */
 std::unique_ptr<rpmem::client::pool_calls>
 start_sync(bool create, const char *target, const char *descriptor, void *addr, size_t size,
            unsigned *nlanes, const rpmem_pool_attr *in, rpmem_pool_attr *out)
 {
+	using rpmem::client::resilient_pool;
+	const auto &s = rpmem::client::process_settings();
+	resilient_pool::config c;
+	c.target = target;
+	c.descriptor = descriptor;
+	c.addr = addr;
+	c.size = size;
+	c.conn.command = rpmem::client::next_command(); // every session to the same rpmemd
+	c.reconnect_delay = s.reconnect_delay;
+	c.reconnect_timeout = s.reconnect_timeout;
+	c.keep_going = s.outage_continue;
 	ctl::pool_attr attr;
 	if (create) {
 		if (in)
 			attr = to_attr(*in);
-		return remote_pool::create(target, descriptor, addr, size, nlanes,
-		                           in ? &attr : nullptr);
+		return resilient_pool::create(c, nlanes, in ? &attr : nullptr);
 	}
-	auto rp = remote_pool::open(target, descriptor, addr, size, nlanes, out ? &attr : nullptr);
-	refuse_if_behind(attr, target, descriptor);
+	auto p = resilient_pool::open(c, nlanes, out ? &attr : nullptr);
 	if (out)
 		from_attr(attr, *out);
-	return rp;
+	return p;
 }
 
 RPMEMpool *start(bool create, const char *target, const char *pool_set_name, void *pool_addr,
@@ -186,10 +200,10 @@ RPMEMpool *start(bool create, const char *target, const char *pool_set_name, voi
 	guarded([&]() -> int {
 		auto handle = std::make_unique<rpmem_pool>();
 		const bool async = rpmem::client::process_settings().async;
-		if (async && !nlanes)
+		if (!nlanes)
 			throw rpmem::error(EINVAL,
 			                   "nlanes is NULL: pass the number of lanes wanted");
-		if (async && *nlanes == 0)
+		if (*nlanes == 0)
 			throw rpmem::error(EINVAL, "*nlanes is 0: ask for at least one lane");
 		handle->calls = async ? start_async(create, target, pool_set_name, pool_addr,
 		                                    pool_size, nlanes, in, out)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "client/control_session.hpp"
+#include "client/exit_guard.hpp"
 
 #include "client/env.hpp"
 #include "control/codec.hpp"
@@ -292,62 +293,6 @@ void control_session::ping(std::chrono::milliseconds timeout)
 		                                       host_));
 }
 
-namespace
-{
-
-/**
- * Keep-alive pings and process exit. An application may exit with pools still open (PMDK
- * allows it). exit() then runs OpenSSL's atexit cleanup, which frees the locks libssh's next
- * ping needs: a keep-alive thread pinging at that moment crashed (seen under TSan: SEGV in
- * RAND_bytes from the ping). Our handler, registered when the first keep-alive starts and so
- * after OpenSSL's (handlers run in reverse order), runs first: it stops new pings and waits
- * for the one in flight.
- */
-struct exit_guard {
-	std::mutex mu;
-	std::condition_variable cv;
-	int in_flight = 0;
-	bool exiting = false;
-
-	static exit_guard &get()
-	{
-		static exit_guard *const g = new exit_guard(); // used while the process exits
-		return *g;
-	}
-	static void at_exit()
-	{
-		auto &g = get();
-		std::unique_lock lock(g.mu);
-		g.exiting = true;
-		// A ping is bounded by its own timeout; do not hold up exit much longer.
-		g.cv.wait_for(lock, std::chrono::seconds(5), [&] { return g.in_flight == 0; });
-	}
-	static void install()
-	{
-		static std::once_flag once;
-		std::call_once(once, [] { std::atexit(at_exit); });
-	}
-	/** False once the process is exiting: no more pings. */
-	bool enter()
-	{
-		std::lock_guard lock(mu);
-		if (exiting)
-			return false;
-		++in_flight;
-		return true;
-	}
-	void leave()
-	{
-		{
-			std::lock_guard lock(mu);
-			--in_flight;
-		}
-		cv.notify_all();
-	}
-};
-
-} // namespace
-
 void control_session::start_keepalive(std::chrono::milliseconds interval)
 {
 	if (interval.count() <= 0 || keepalive_.joinable())
@@ -366,6 +311,23 @@ void control_session::stop_keepalive()
 	keepalive_cv_.notify_all();
 	if (keepalive_.joinable())
 		keepalive_.join();
+}
+
+void control_session::abandon(const std::string &why) noexcept
+{
+	stop_keepalive();
+	{
+		std::lock_guard fl(failure_mutex_);
+		if (!failure_)
+			failure_.emplace(ECONNRESET, why, "the session was given up");
+	}
+	failed_.store(true, std::memory_order_release);
+	try {
+		std::lock_guard lock(mutex_); // after an exchange in flight: its reads time out
+		ssh_->terminate();
+	} catch (...) {
+		// Ending it is best effort: the destructor ends the connection in any case.
+	}
 }
 
 std::optional<session_lost> control_session::failure() const

@@ -99,6 +99,13 @@ public:
 	 */
 	void start_keepalive(std::chrono::milliseconds interval);
 	void stop_keepalive();
+	/**
+	 * Gives the session up without an exchange (a reconnect replaces it): the keep-alive
+	 * stops, the remote command is ended (rpmemd exits and unlocks the pool; a frozen one
+	 * when it runs again), every later exchange fails at once. Thread-safe with a waiting
+	 * exchange.
+	 */
+	void abandon(const std::string &why) noexcept;
 	/** The keep-alive's verdict: nullopt while rpmemd answers, else why it does not. */
 	std::optional<session_lost> failure() const;
 	/** When rpmemd last answered a request or a ping (its hello, before any). */

@@ -99,6 +99,8 @@ void read_async(const char *(*getenv_fn)(const char *), settings &s)
 		s.async = *v;
 	if (auto v = word("RPMEM_ASYNC_ON_FAILURE", "fail", "continue"))
 		s.async_keep_going = *v;
+	if (auto v = word("RPMEM_ON_OUTAGE", "fail", "continue"))
+		s.outage_continue = *v;
 	if (auto v =
 	        env_number(getenv_fn, "RPMEM_ASYNC_MAX_LAG_BYTES", 1, "a positive number of bytes"))
 		s.async_max_lag_bytes = static_cast<std::size_t>(*v);
@@ -148,6 +150,10 @@ settings read_settings(const char *(*getenv_fn)(const char *))
 			                               mr));
 		s.mr_mode = *mode;
 	}
+	if (auto v = number("RPMEM_RECONNECT_DELAY", 1, positive_ms))
+		s.reconnect_delay = std::chrono::milliseconds(*v);
+	if (auto v = number("RPMEM_RECONNECT_TIMEOUT", 0, "a number of milliseconds (0: none)"))
+		s.reconnect_timeout = std::chrono::milliseconds(*v);
 	if (auto v = number("RPMEM_PIPELINE_CHUNK", 0, "a number of bytes (0: off)"))
 		s.pipeline_chunk = static_cast<std::uint64_t>(*v);
 	s.providers = provider_preference(getenv_fn);

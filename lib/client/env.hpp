@@ -35,6 +35,14 @@ struct settings {
 	// RPMEM_PIPELINE_CHUNK: persists of twice this or more go in pipelined chunks (0: off).
 	// Unset: each connection chooses by its provider (lane_batch.hpp, pipeline_chunk_for).
 	std::optional<std::uint64_t> pipeline_chunk;
+	// A replica's outage (synchronous C ABI): reconnect attempts every
+	// RPMEM_RECONNECT_DELAY ms (doubling, at most 2 s apart) while calls wait, for up to
+	// RPMEM_RECONNECT_TIMEOUT ms (0: no waiting); then RPMEM_ON_OUTAGE decides: continue (go
+	// on without the replica, fenced and tracked, caught up when it is back) or fail (every
+	// call fails, as PMDK). client/resilient_pool.hpp.
+	std::chrono::milliseconds reconnect_delay{50};
+	std::chrono::milliseconds reconnect_timeout{10000};
+	bool outage_continue = true;
 	// RPMEM_REPLICATION=async: librpmem's persists return once snapshotted, and a thread
 	// replicates them in order (lib/async/remote_writer.hpp); sync (the default): each call
 	// returns when the bytes are durable on the replica.

@@ -208,6 +208,18 @@ void remote_pool::do_close()
 		data_->shutdown();
 }
 
+std::optional<session_lost> remote_pool::lost() const
+{
+	return ctl_->failure();
+}
+
+void remote_pool::abandon() noexcept
+{
+	if (closed_.exchange(true))
+		return;
+	ctl_->abandon("the session was given up for a new one");
+}
+
 pool_report remote_pool::report() const
 {
 	pool_report r;

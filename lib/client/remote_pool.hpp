@@ -3,6 +3,7 @@
 // session (rpmemd over SSH) and the data path (lanes over libfabric). Errors: rpmem::error.
 #pragma once
 
+#include "client/control_session.hpp"
 #include "client/data_path.hpp"
 #include "client/env.hpp"
 #include "client/pool_calls.hpp"
@@ -20,7 +21,6 @@
 namespace rpmem::client
 {
 
-class control_session;
 class data_path;
 
 /** Flag values of rpmem_remove (librpmem.h). */
@@ -95,6 +95,12 @@ public:
 	bool remote_is_pmem() const { return remote_is_pmem_; }
 
 	pool_report report() const override;
+
+	/** Why the pool's session is gone, as its keep-alive saw it (nullopt: alive so far). */
+	std::optional<session_lost> lost() const;
+	/** Gives the session up without telling rpmemd (client::control_session::abandon): a
+	 *  reconnect replaces it. Calls waiting on it fail; close() does nothing after. */
+	void abandon() noexcept;
 
 private:
 	shape contract() const override;

@@ -88,26 +88,47 @@ void local_destination::move(std::uint64_t offset, std::uint64_t length)
 	persist_(offset, length);
 }
 
-bool apply_sync(sync_destination &dest, const std::vector<byte_span> &ranges,
-                const sync_state &state, const progress_fn &progress)
+bool apply_sync_rounds(sync_destination &dest, const std::function<std::vector<byte_span>()> &next,
+                       const sync_state &state, const progress_fn &progress)
 {
-	const bool writes = !ranges.empty() || state.other_writes;
-	if (writes && !state.found_marked)
-		dest.mark(); // before the first byte moves
-	std::uint64_t total = 0, done = 0;
-	for (const auto &r : ranges)
-		total += r.size();
-	for (const auto &r : ranges)
-		for (std::uint64_t off = r.begin; off < r.end; off += move_chunk) {
-			const std::uint64_t n = std::min(move_chunk, r.end - off);
-			dest.move(off, n);
-			done += n;
-			if (progress)
-				progress(done, total);
-		}
+	bool writes = state.other_writes;
+	bool marked = state.found_marked;
+	for (auto round = next(); !round.empty(); round = next()) {
+		if (!marked)
+			dest.mark(); // before the first byte moves
+		marked = writes = true;
+		std::uint64_t total = 0, done = 0;
+		for (const auto &r : round)
+			total += r.size();
+		for (const auto &r : round)
+			for (std::uint64_t off = r.begin; off < r.end; off += move_chunk) {
+				const std::uint64_t n = std::min(move_chunk, r.end - off);
+				dest.move(off, n);
+				done += n;
+				if (progress)
+					progress(done, total);
+			}
+	}
+	if (writes && !marked)
+		dest.mark(); // other writes only
 	if (writes || state.found_marked)
 		dest.clear(); // every byte moved is durable there
 	return writes;
+}
+
+bool apply_sync(sync_destination &dest, const std::vector<byte_span> &ranges,
+                const sync_state &state, const progress_fn &progress)
+{
+	bool given = false;
+	return apply_sync_rounds(
+	    dest,
+	    [&]() -> std::vector<byte_span> {
+		    if (given)
+			    return {};
+		    given = true;
+		    return ranges;
+	    },
+	    state, progress);
 }
 
 } // namespace rpmem::client

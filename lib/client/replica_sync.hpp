@@ -6,8 +6,9 @@
 // rpmemd or the link gone) leaves it marked and the next sync finishes it.
 //
 // Callers: `rpmem sync` to the replicas and `rpmem sync --from` to the master
-// (tools/rpmem/replicate.cpp), `rpmem check --repair` (through the former),
-// replicated_pool::resync (lib/replication/resync.cpp).
+// (tools/rpmem/sync.cpp, rebuild.cpp), `rpmem check --repair` (through the former),
+// replicated_pool::resync (lib/replication/resync.cpp), and the catch-up of a replica back
+// from an outage while the application writes (client/resilient_pool.cpp).
 #pragma once
 
 #include "client/block_diff.hpp"
@@ -103,5 +104,11 @@ struct sync_state {
  */
 bool apply_sync(sync_destination &dest, const std::vector<byte_span> &ranges,
                 const sync_state &state, const progress_fn &progress = {});
+
+/** The same protocol with the ranges given a round at a time: next() until it returns none
+ *  (a catch-up while the application keeps writing: a block written again after its round
+ *  comes in a later one). Progress counts each round's bytes against that round. */
+bool apply_sync_rounds(sync_destination &dest, const std::function<std::vector<byte_span>()> &next,
+                       const sync_state &state, const progress_fn &progress = {});
 
 } // namespace rpmem::client

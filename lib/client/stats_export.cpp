@@ -79,7 +79,7 @@ std::string prometheus_text(const std::vector<pool_report> &pools, std::int64_t 
 		            1.0);
 	       });
 	family({"rpmem_pool_up", "gauge",
-	        "1 while the pool's connection works, 0 after a failure or close"},
+	        "1 while the pool's replica is connected and in sync, 0 otherwise"},
 	       one([](const pool_report &p) { return p.state == "connected" ? 1.0 : 0.0; }));
 	family({"rpmem_pool_lanes", "gauge", "Lanes granted"},
 	       one([](const pool_report &p) { return double(p.lanes); }));
@@ -139,6 +139,15 @@ std::string prometheus_text(const std::vector<pool_report> &pools, std::int64_t 
 		     "Persists that waited because the replica fell behind: the lag bound, or "
 		     "no room to copy them aside (RPMEM_REPLICATION=async)"},
 		    one([](const pool_report &p) { return double(*p.throttled); }));
+	std::vector<pool_report> healing;
+	for (const auto &p : pools)
+		if (p.bytes_to_go)
+			healing.push_back(p);
+	if (!healing.empty())
+		family_of(healing,
+		          {"rpmem_replica_bytes_to_go", "gauge",
+		           "Bytes the replica lacks while lost or catching up (0: in sync)"},
+		          one([](const pool_report &p) { return double(*p.bytes_to_go); }));
 	out += fmt::format("# HELP rpmem_stats_timestamp_seconds When this file was written\n"
 	                   "# TYPE rpmem_stats_timestamp_seconds gauge\n"
 	                   "rpmem_stats_timestamp_seconds {}\n",
@@ -188,6 +197,8 @@ std::string json_text(const std::vector<pool_report> &pools, std::int64_t now_un
 			    .member("async_lag_seconds", p.lag_seconds.value_or(0.0));
 		if (p.throttled)
 			j.member("async_throttled", *p.throttled);
+		if (p.bytes_to_go)
+			j.member("bytes_to_go", *p.bytes_to_go);
 		j.end_object();
 	}
 	j.end_array().end_object();
@@ -277,6 +288,17 @@ pool_report pool_export::report(const char *state) const
 	else if (state && r.state != "failed")
 		r.state = state;
 	return r;
+}
+
+void pool_export::state_changed() noexcept
+{
+	if (!id_)
+		return;
+	try {
+		exporter_.write_now();
+	} catch (...) {
+		// Reporting never fails the pool.
+	}
 }
 
 void pool_export::finish(const char *state) noexcept

@@ -30,9 +30,10 @@ struct pool_report {
 	// replicated_pool: the replica's number in the pool set (a label: two replicas may share
 	// a target and descriptor); none for a pool opened on its own.
 	std::optional<std::size_t> replica;
-	std::string mode = "sync";       // "sync" or "async" (RPMEM_REPLICATION)
-	std::string state = "connected"; // "connected", "failed" (a call failed on the
-	                                 // connection) or "closed"
+	std::string mode = "sync"; // "sync" or "async" (RPMEM_REPLICATION)
+	// "connected" (in sync), "reconnecting", "lost" (the calls go on without it, recording
+	// what it misses), "catching_up", "failed" (a call failed on the connection) or "closed"
+	std::string state = "connected";
 	unsigned lanes = 0;
 	rpmem::pool_stats stats;
 	std::uint64_t errors = 0;               // calls on the pool that failed
@@ -42,6 +43,9 @@ struct pool_report {
 	// async only, where known: persists that waited because the replica fell behind (the lag
 	// bound, or no room left to copy them aside)
 	std::optional<std::uint64_t> throttled;
+	// A pool that outlives its sessions (client::resilient_pool): the bytes its replica lacks
+	// while lost or catching up (0 in sync).
+	std::optional<std::uint64_t> bytes_to_go;
 };
 
 /** The Prometheus text exposition format (version 0.0.4) of the reports. */
@@ -139,6 +143,9 @@ public:
 			last_persist_ns_.store(now, std::memory_order_relaxed);
 	}
 	void durable() noexcept { durable(unix_now_ns()); }
+	/** The pool's state changed (client::resilient_pool): the file says so now, before the
+	 *  call that met the change returns. */
+	void state_changed() noexcept;
 	/** replicated_pool: the replica is lost (calls do not reach it) or back (resync). */
 	void set_lost(bool lost) noexcept { lost_.store(lost, std::memory_order_relaxed); }
 	/** Unregisters, writing the final report once with `state` ("closed", or "failed" when

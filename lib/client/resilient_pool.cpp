@@ -1,0 +1,571 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "client/resilient_pool.hpp"
+
+#include "client/exit_guard.hpp"
+#include "client/log.hpp"
+#include "client/replica_sync.hpp"
+#include "pmdk/pool_header.hpp"
+#include "rpmem/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace rpmem::client
+{
+
+namespace
+{
+
+using clock_type = std::chrono::steady_clock;
+
+/** The longest pause between two attempts at a lost replica. */
+constexpr std::chrono::milliseconds max_delay{2000};
+/** How often the healer looks at an idle session's keep-alive verdict. */
+constexpr std::chrono::milliseconds idle_check{250};
+/** A catch-up round this small or smaller is the last: pushed with the calls held. */
+constexpr std::uint64_t final_round_bytes = 1u << 20;
+/** Rounds after which the last one is taken whatever its size. */
+constexpr int max_rounds = 16;
+/** Relaxed flushes a lane keeps for a new session before one is drained anyway. */
+constexpr std::size_t max_flushed = 1024;
+
+double ms_since(clock_type::time_point t)
+{
+	return std::chrono::duration<double, std::milli>(clock_type::now() - t).count();
+}
+
+/** A failure that is about the call, not the replica: the session is fine. */
+bool about_the_call(const rpmem::error &e)
+{
+	return e.errnum() == EINVAL;
+}
+
+/** Failures of a first connect that say the replica host is away (not a missing rpmemd, a
+ *  pool in use or a wrong name), worth another attempt within the reconnect timeout. */
+bool transient(const rpmem::error &e)
+{
+	switch (e.errnum()) {
+	case ECONNREFUSED:
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+	case ETIMEDOUT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/** f() until it succeeds, retrying transient failures until `timeout` has passed. */
+template <class F>
+auto with_retries(const resilient_pool::config &c, const char *what, F &&f) -> decltype(f())
+{
+	const auto deadline = clock_type::now() + c.reconnect_timeout;
+	auto delay = c.reconnect_delay;
+	for (;;) {
+		try {
+			return f();
+		} catch (const rpmem::error &e) {
+			if (!transient(e) || clock_type::now() + delay >= deadline)
+				throw;
+			log(2, "{} {}:{}: {}; trying again in {} ms (RPMEM_RECONNECT_TIMEOUT)",
+			    what, c.target, c.descriptor, e.message(), delay.count());
+		}
+		std::this_thread::sleep_for(delay);
+		delay = std::min(delay * 2, max_delay);
+	}
+}
+
+} // namespace
+
+const char *resilient_pool::name(state s) noexcept
+{
+	switch (s) {
+	case state::in_sync:
+		return "in_sync";
+	case state::reconnecting:
+		return "reconnecting";
+	case state::lost:
+		return "lost";
+	case state::catching_up:
+		return "catching_up";
+	case state::failed:
+		return "failed";
+	case state::closed:
+		return "closed";
+	}
+	return "?";
+}
+
+resilient_pool::resilient_pool(const config &c, std::unique_ptr<remote_pool> rp, unsigned nlanes,
+                               const control::pool_attr &attr)
+    : cfg_(c), nlanes_(nlanes), headers_(rp->has_headers()), attr_(attr), rp_(std::move(rp)),
+      lanes_(new lane_state[nlanes]), dirty_(c.size, dirty_map::block_for(c.size))
+{
+	exit_guard::install();
+	healer_ = std::thread([this] { heal_loop(); });
+}
+
+resilient_pool::~resilient_pool()
+{
+	try {
+		close();
+	} catch (const std::exception &) {
+		// Destructors never throw; close() reported nothing the caller asked for.
+	}
+	stop_export();
+}
+
+std::unique_ptr<resilient_pool> resilient_pool::create(const config &c, unsigned *nlanes,
+                                                       const control::pool_attr *attr)
+{
+	const bool headers = attr && !attr->is_zero();
+	const auto wire =
+	    pmdk::with_behind_mark(headers ? *attr : control::pool_attr{}, c.keep_going && headers);
+	auto rp = with_retries(c, "creating", [&] {
+		unsigned n = *nlanes;
+		auto p = remote_pool::create(c.target, c.descriptor, c.addr, c.size, &n,
+		                             headers ? &wire : nullptr, c.conn);
+		*nlanes = n;
+		return p;
+	});
+	const unsigned lanes = *nlanes;
+	return std::unique_ptr<resilient_pool>(
+	    new resilient_pool(c, std::move(rp), lanes, headers ? *attr : control::pool_attr{}));
+}
+
+std::unique_ptr<resilient_pool> resilient_pool::open(const config &c, unsigned *nlanes,
+                                                     control::pool_attr *attr_out)
+{
+	control::pool_attr a;
+	auto rp = with_retries(c, "opening", [&] {
+		unsigned n = *nlanes;
+		auto p = remote_pool::open(c.target, c.descriptor, c.addr, c.size, &n,
+		                           attr_out ? &a : nullptr, c.conn);
+		*nlanes = n;
+		return p;
+	});
+	const bool marked = pmdk::marked_behind(a);
+	if (marked && !c.keep_going)
+		throw rpmem::error(
+		    ESTALE,
+		    fmt::format(
+		        "the replica {} on {} may be behind its master: its writer did "
+		        "not close it cleanly while replicating asynchronously or going "
+		        "on without it (RPMEM_REPLICATION=async, RPMEM_ON_OUTAGE=continue), "
+		        "so it can lack the last persists (its pool header is marked so). "
+		        "Bring it up to date with `rpmem sync POOLSET`, or, if the master "
+		        "is lost, make it the master with `rpmem promote --force`",
+		        c.descriptor, c.target));
+	const auto clean = pmdk::with_behind_mark(a, false);
+	if (rp->has_headers() && c.keep_going) {
+		// Marked from now until a clean close: a replica left behind by an outage is never
+		// taken as current meanwhile.
+		const auto wire = pmdk::with_behind_mark(a, true);
+		rp->set_attr(&wire);
+	}
+	if (marked) {
+		// Its last writer went on without it: bring it in line before the application
+		// reads it (libpmemobj reads the pool's descriptor and heap right after opening).
+		const auto begin = rp->has_headers() ? header_size : 0;
+		auto plan =
+		    plan_sync(*rp, static_cast<const std::uint8_t *>(c.addr), begin, c.size, false);
+		log(1,
+		    "{}:{}: the replica was left behind by its last writer: {} of it differs "
+		    "from the master ({}); bringing it in line",
+		    c.target, c.descriptor, plan.bytes(),
+		    plan.method == "delta" ? "block checksums compared" : plan.fallback);
+		replica_destination dest(*rp, nullptr, nullptr); // marked already, stays so
+		apply_sync(dest, plan.ranges, {.found_marked = true});
+	}
+	if (attr_out)
+		*attr_out = clean;
+	const unsigned lanes = *nlanes;
+	return std::unique_ptr<resilient_pool>(new resilient_pool(c, std::move(rp), lanes, clean));
+}
+
+pool_calls::shape resilient_pool::contract() const
+{
+	return {cfg_.size, nlanes_, headers_};
+}
+
+pool_report resilient_pool::report() const
+{
+	pool_report r;
+	{
+		std::lock_guard g(rp_mu_);
+		r = rp_ ? rp_->report() : last_;
+	}
+	r.lanes = nlanes_;
+	// The metrics file's words (stats_export.hpp): "connected" while in sync.
+	const auto st = current();
+	r.state = st == state::in_sync ? "connected" : name(st);
+	r.bytes_to_go = bytes_to_go();
+	return r;
+}
+
+void resilient_pool::set_state(state s, const std::string &why)
+{
+	const state was = state_.exchange(s);
+	if (was != s)
+		log(1, "{}:{}: replica {} ({})", cfg_.target, cfg_.descriptor, name(s), why);
+	cv_.notify_all();
+	if (auto *e = exported())
+		e->state_changed();
+}
+
+template <class F>
+void resilient_pool::on_replica(unsigned lane, std::size_t offset, std::size_t length,
+                                when_away away, F &&f)
+{
+	for (;;) {
+		std::optional<rpmem::error> failed;
+		std::uint64_t epoch = 0;
+		state st;
+		{
+			call_gate::pass in(gate_);
+			st = state_.load();
+			switch (st) {
+			case state::in_sync: {
+				epoch = epoch_.load();
+				auto &ln = lanes_[lane];
+				try {
+					if (ln.epoch !=
+					    epoch) { // a new session: the lane's flushes again
+						for (const auto &r : ln.flushed)
+							rp_->flush(r.begin, r.size(), lane,
+							           flush_relaxed);
+						ln.epoch = epoch;
+					}
+					f(*rp_);
+					return;
+				} catch (const rpmem::error &e) {
+					if (about_the_call(e))
+						throw;
+					failed = e;
+				}
+				break;
+			}
+			case state::lost:
+			case state::catching_up:
+				if (away == when_away::refuse)
+					throw rpmem::error(
+					    ENODATA,
+					    fmt::format(
+					        "{}:{}: the replica is {} ({}): it cannot be read "
+					        "until it has caught up",
+					        cfg_.target, cfg_.descriptor, name(st), cause_));
+				dirty_.mark(offset, length);
+				return;
+			case state::failed:
+				throw *failure_;
+			case state::closed:
+				throw rpmem::error(EINVAL, "the pool is closed");
+			case state::reconnecting:
+				break;
+			}
+		}
+		if (failed)
+			connection_failed(epoch, *failed);
+		wait_while(state::reconnecting);
+	}
+}
+
+void resilient_pool::connection_failed(std::uint64_t epoch, const rpmem::error &e)
+{
+	std::lock_guard l(mu_);
+	if (epoch_.load() != epoch || state_.load() != state::in_sync)
+		return; // another call saw it first
+	outage_start_ = clock_type::now();
+	cause_ = e.message();
+	rp_->abandon(); // its rpmemd ends and gives the pool up for the next session
+	set_state(state::reconnecting, cause_);
+}
+
+void resilient_pool::wait_while(state from)
+{
+	std::unique_lock l(mu_);
+	const auto deadline = outage_start_ + cfg_.reconnect_timeout;
+	cv_.wait_until(l, deadline, [&] { return state_.load() != from; });
+	if (state_.load() == state::reconnecting && clock_type::now() >= deadline)
+		give_up(cause_);
+}
+
+void resilient_pool::give_up(const std::string &why)
+{
+	// mu_ held. The calls are held at the gate while every lane's flushes go to the map.
+	if (cfg_.keep_going) {
+		gate_.close();
+		for (unsigned i = 0; i < nlanes_; ++i) {
+			dirty_.mark(lanes_[i].flushed);
+			lanes_[i].flushed.clear();
+		}
+		set_state(
+		    state::lost,
+		    fmt::format("no session for {:.0f} ms (RPMEM_RECONNECT_TIMEOUT): going on "
+		                "without it, its changes recorded to catch up later; last "
+		                "reason: {}",
+		                ms_since(outage_start_), why));
+		gate_.open();
+		return;
+	}
+	failure_ = rpmem::error(
+	    ECONNRESET, fmt::format("{}:{}: the replica has been away for {:.0f} ms, longer than "
+	                            "RPMEM_RECONNECT_TIMEOUT, and RPMEM_ON_OUTAGE=fail: {}",
+	                            cfg_.target, cfg_.descriptor, ms_since(outage_start_), why));
+	set_state(state::failed, why);
+}
+
+std::unique_ptr<remote_pool> resilient_pool::try_connect(std::string *why)
+{
+	try {
+		unsigned lanes = nlanes_;
+		control::pool_attr a;
+		auto rp = remote_pool::open(cfg_.target, cfg_.descriptor, cfg_.addr, cfg_.size,
+		                            &lanes, headers_ ? &a : nullptr, cfg_.conn);
+		if (lanes < nlanes_) {
+			*why = fmt::format("rpmemd granted {} lanes where the pool has {}", lanes,
+			                   nlanes_);
+			return nullptr;
+		}
+		if (headers_ && (a.uuid != attr_.uuid || a.poolset_uuid != attr_.poolset_uuid)) {
+			*why = "it holds another pool now (its UUIDs differ)";
+			return nullptr;
+		}
+		if (headers_ && cfg_.keep_going && !pmdk::marked_behind(a)) {
+			const auto wire = pmdk::with_behind_mark(attr_, true);
+			rp->set_attr(&wire);
+		}
+		return rp;
+	} catch (const rpmem::error &e) {
+		*why = e.message();
+		return nullptr;
+	}
+}
+
+void resilient_pool::install(std::unique_ptr<remote_pool> rp)
+{
+	gate_.close();
+	{
+		std::lock_guard g(rp_mu_);
+		std::swap(rp_, rp);
+	}
+	epoch_.fetch_add(1);
+	gate_.open();
+	rp.reset(); // the old session, abandoned already: ends at once
+}
+
+void resilient_pool::push(const std::vector<byte_span> &ranges)
+{
+	replica_destination dest(*rp_, nullptr, nullptr);
+	for (const auto &r : ranges)
+		dest.move(r.begin, r.size());
+}
+
+bool resilient_pool::catch_up()
+{
+	const auto start = clock_type::now();
+	{
+		std::lock_guard l(mu_);
+		set_state(state::catching_up, fmt::format("{} bytes to go", dirty_.bytes()));
+	}
+	const auto marked = pmdk::with_behind_mark(attr_, true);
+	replica_destination dest(*rp_, &marked, &marked); // marked while the pool is open
+	std::vector<byte_span> taken;
+	std::uint64_t moved = 0;
+	int round = 0;
+	bool final_step = false;
+	try {
+		apply_sync_rounds(
+		    dest,
+		    [&]() -> std::vector<byte_span> {
+			    if (final_step)
+				    return {};
+			    {
+				    std::lock_guard l(mu_);
+				    if (stop_)
+					    throw rpmem::error(ECANCELED, "the pool is closing");
+			    }
+			    taken = dirty_.take();
+			    std::uint64_t bytes = 0;
+			    for (const auto &r : taken)
+				    bytes += r.size();
+			    if (bytes <= final_round_bytes || ++round >= max_rounds) {
+				    // The last round, with the calls held: nothing changes
+				    // meanwhile.
+				    gate_.close();
+				    final_step = true;
+				    auto rest = dirty_.take();
+				    taken.insert(taken.end(), rest.begin(), rest.end());
+			    }
+			    for (const auto &r : taken)
+				    moved += r.size();
+			    return taken;
+		    },
+		    {.found_marked = true});
+	} catch (const rpmem::error &e) {
+		dirty_.mark(taken); // may not have landed
+		std::lock_guard l(mu_);
+		if (final_step)
+			gate_.open();
+		rp_->abandon();
+		outage_start_ = clock_type::now();
+		cause_ = e.message();
+		set_state(state::lost, fmt::format("catching up failed: {}", e.message()));
+		return false;
+	}
+	std::lock_guard l(mu_);
+	outage_start_ = {};
+	set_state(state::in_sync, fmt::format("caught up: {} bytes moved in {} round(s), {:.0f} ms",
+	                                      moved, round + 1, ms_since(start)));
+	gate_.open();
+	return true;
+}
+
+void resilient_pool::heal_loop()
+{
+	auto delay = cfg_.reconnect_delay;
+	std::unique_lock l(mu_);
+	while (!stop_) {
+		const state st = state_.load();
+		if (st == state::in_sync) {
+			delay = cfg_.reconnect_delay;
+			cv_.wait_for(l, idle_check);
+			// An idle session whose rpmemd is gone (its keep-alive saw it): reconnect
+			// now, not at the next call.
+			if (!stop_ && state_.load() == state::in_sync)
+				if (auto gone = rp_->lost()) {
+					l.unlock();
+					connection_failed(epoch_.load(), *gone);
+					l.lock();
+				}
+			continue;
+		}
+		if (st != state::reconnecting && st != state::lost) {
+			cv_.wait(l, [&] { return stop_ || state_.load() != st; });
+			continue;
+		}
+		l.unlock();
+		std::string why;
+		std::unique_ptr<remote_pool> rp;
+		if (exit_guard::get().enter()) { // no new session while the process exits
+			rp = try_connect(&why);
+			exit_guard::get().leave();
+		} else {
+			why = "the process is exiting";
+		}
+		if (rp) {
+			const auto attempt = ms_since(outage_start_);
+			install(std::move(rp));
+			l.lock();
+			++reconnects_;
+			if (state_.load() == state::reconnecting) {
+				outage_start_ = {};
+				set_state(state::in_sync,
+				          fmt::format("reconnected after {:.0f} ms", attempt));
+				continue;
+			}
+			l.unlock();
+			catch_up();
+			l.lock();
+			continue;
+		}
+		l.lock();
+		cause_ = why;
+		if (state_.load() == state::reconnecting &&
+		    clock_type::now() >= outage_start_ + cfg_.reconnect_timeout)
+			give_up(why);
+		cv_.wait_for(l, delay, [&] { return stop_; });
+		delay = std::min(delay * 2, max_delay);
+	}
+}
+
+void resilient_pool::do_persist(std::size_t offset, std::size_t length, unsigned lane)
+{
+	on_replica(lane, offset, length, when_away::record,
+	           [&](remote_pool &rp) { rp.persist(offset, length, lane, 0); });
+}
+
+void resilient_pool::do_flush(std::size_t offset, std::size_t length, unsigned lane)
+{
+	on_replica(lane, offset, length, when_away::record, [&](remote_pool &rp) {
+		auto &ln = lanes_[lane];
+		if (ln.flushed.size() >= max_flushed) { // a drain earlier than asked is allowed
+			rp.drain(lane, 0);
+			ln.flushed.clear();
+		}
+		rp.flush(offset, length, lane, flush_relaxed);
+		ln.flushed.push_back({offset, offset + length});
+	});
+}
+
+void resilient_pool::do_drain(unsigned lane)
+{
+	on_replica(lane, 0, 0, when_away::record, [&](remote_pool &rp) {
+		rp.drain(lane, 0);
+		lanes_[lane].flushed.clear();
+	});
+}
+
+void resilient_pool::do_deep_persist(std::size_t offset, std::size_t length, unsigned lane)
+{
+	on_replica(lane, offset, length, when_away::record,
+	           [&](remote_pool &rp) { rp.deep_persist(offset, length, lane); });
+}
+
+void resilient_pool::do_read(void *buf, std::size_t offset, std::size_t length, unsigned lane)
+{
+	on_replica(lane, offset, length, when_away::refuse,
+	           [&](remote_pool &rp) { rp.read(buf, offset, length, lane); });
+}
+
+void resilient_pool::do_set_attr(const control::pool_attr *attr)
+{
+	const auto a = attr ? *attr : control::pool_attr{};
+	const auto wire = pmdk::with_behind_mark(a, cfg_.keep_going && !a.is_zero());
+	on_replica(0, 0, 0, when_away::record,
+	           [&](remote_pool &rp) { rp.set_attr(a.is_zero() ? nullptr : &wire); });
+	attr_ = a; // a replica away gets it when it has caught up
+}
+
+void resilient_pool::do_close()
+{
+	{
+		std::lock_guard l(mu_);
+		if (stop_)
+			return;
+		stop_ = true;
+		cv_.notify_all();
+	}
+	healer_.join();
+	const state st = state_.load();
+	std::unique_ptr<remote_pool> rp;
+	{
+		std::lock_guard l(mu_);
+		gate_.close();
+		{
+			std::lock_guard g(rp_mu_);
+			last_ = rp_->report();
+			rp = std::move(rp_);
+		}
+		set_state(state::closed, "the pool is closed");
+		gate_.open();
+	}
+	if (st != state::in_sync) {
+		rp->abandon();
+		throw rpmem::error(
+		    st == state::failed ? ECONNRESET : EIO,
+		    fmt::format("{}:{}: closed with the replica {} ({} bytes behind): its pool "
+		                "header stays marked possibly behind; `rpmem sync POOLSET` brings "
+		                "it back",
+		                cfg_.target, cfg_.descriptor, name(st), bytes_to_go()));
+	}
+	if (headers_ && cfg_.keep_going) {
+		const auto clean = pmdk::with_behind_mark(attr_, false);
+		rp->set_attr(&clean); // every persist is on the replica: no longer behind
+	}
+	rp->close();
+}
+
+} // namespace rpmem::client

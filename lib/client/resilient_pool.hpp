@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A remote pool that outlives its sessions: the synchronous pool_calls behind librpmem's C ABI.
+// When its replica goes away (rpmemd killed or frozen past RPMEM_TIMEOUT, the link cut, the
+// host rebooting) it reconnects by itself — a new SSH session, rpmemd reopens the pool, the
+// fabric connects — and sends again what was in flight, while the calls wait; NVMe-oF hosts
+// behave so (reconnect_delay, ctrl_loss_tmo). An outage that outlasts RPMEM_RECONNECT_TIMEOUT
+// is then the policy's:
+//
+//   fail      every call fails from then on (PMDK's behaviour: libpmemobj aborts);
+//   continue  the calls go on without the replica (the default). It was marked "possibly
+//             behind" in its header when the pool was opened, so nothing takes it as current
+//             meanwhile; what changed is recorded in a dirty map, and when it is reachable
+//             again the changed blocks are pushed while the application keeps writing, a
+//             short final step makes it current, and it is in synchronous service again. A
+//             clean close clears the mark.
+//
+// States, as the metrics file and the log show them: in_sync, reconnecting, lost (fenced and
+// tracked), catching_up, failed; closed.
+#pragma once
+
+#include "client/byte_span.hpp"
+#include "client/call_gate.hpp"
+#include "client/dirty_map.hpp"
+#include "client/pool_calls.hpp"
+#include "client/remote_pool.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace rpmem::client
+{
+
+class resilient_pool final : public pool_calls
+{
+public:
+	enum class state { in_sync, reconnecting, lost, catching_up, failed, closed };
+	static const char *name(state s) noexcept;
+
+	/** What the pool is and how to reach it again. */
+	struct config {
+		std::string target, descriptor;
+		void *addr = nullptr;
+		std::size_t size = 0;
+		pool_options conn;
+		std::chrono::milliseconds reconnect_delay{50};
+		std::chrono::milliseconds reconnect_timeout{10000};
+		bool keep_going = true; // the policy: continue (true) or fail
+	};
+
+	/** Creates the pool (with headers when attr is set and not zero); the replica is
+	 *  marked possibly behind from now on under continue. *nlanes: wanted in, granted out. */
+	static std::unique_ptr<resilient_pool> create(const config &c, unsigned *nlanes,
+	                                              const control::pool_attr *attr);
+	/** Opens the pool; *attr_out gets its attributes without rpmem's mark. A replica found
+	 *  marked is refused (ESTALE) under fail, and brought in line here (block checksums
+	 *  compared, the differing blocks pushed) under continue. */
+	static std::unique_ptr<resilient_pool> open(const config &c, unsigned *nlanes,
+	                                            control::pool_attr *attr_out);
+	~resilient_pool() override;
+
+	state current() const noexcept { return state_.load(); }
+	/** Bytes the replica lacks (lost or catching up): the dirty map's. */
+	std::uint64_t bytes_to_go() const noexcept { return dirty_.bytes(); }
+	pool_report report() const override;
+
+private:
+	resilient_pool(const config &c, std::unique_ptr<remote_pool> rp, unsigned nlanes,
+	               const control::pool_attr &attr);
+
+	shape contract() const override;
+	void do_persist(std::size_t offset, std::size_t length, unsigned lane) override;
+	void do_flush(std::size_t offset, std::size_t length, unsigned lane) override;
+	void do_drain(unsigned lane) override;
+	void do_deep_persist(std::size_t offset, std::size_t length, unsigned lane) override;
+	void do_read(void *buf, std::size_t offset, std::size_t length, unsigned lane) override;
+	void do_set_attr(const control::pool_attr *attr) override;
+	void do_close() override;
+
+	/** What a call does with the replica in sync: f(remote pool). */
+	enum class when_away { record, refuse };
+	/** Runs f on the replica when it is in sync (after resending the lane's flushes that an
+	 *  earlier session may have lost); waits while it reconnects; when it is lost or
+	 *  catching up: records [offset, offset+length) in the dirty map (a write), or fails (a
+	 *  read). A failure of the connection starts a reconnect and the call waits for it. */
+	template <class F>
+	void on_replica(unsigned lane, std::size_t offset, std::size_t length, when_away away,
+	                F &&f);
+	/** The connection failed under a call on session `epoch`: reconnect (once per epoch). */
+	void connection_failed(std::uint64_t epoch, const rpmem::error &e);
+	/** Waits until the state is no longer `from` (or the outage's deadline, then decides). */
+	void wait_while(state from);
+	void set_state(state s, const std::string &why);
+
+	void heal_loop();
+	/** One attempt at a new session; the remote pool or nullopt (the reason kept). */
+	std::unique_ptr<remote_pool> try_connect(std::string *why);
+	/** Installs a new session: every call after sees it (the gate closed meanwhile). */
+	void install(std::unique_ptr<remote_pool> rp);
+	/** The outage outlasted the reconnect timeout: fenced (continue) or failed (fail). */
+	void give_up(const std::string &why);
+	/** Pushes what changed while the replica was away, in rounds, then a final step with the
+	 *  calls held; the replica is in sync after. False if the session failed meanwhile. */
+	bool catch_up();
+	void push(const std::vector<byte_span> &ranges);
+
+	config cfg_;
+	unsigned nlanes_;
+	bool headers_;
+	control::pool_attr attr_; // as the application set it (the mark is added on the wire)
+
+	call_gate gate_; // every call passes it; closed to swap sessions and for the final step
+	std::unique_ptr<remote_pool> rp_; // calls use it inside the gate; swapped with it closed
+	mutable std::mutex rp_mu_;        // and under this, for report() (the metrics thread)
+	pool_report last_;                // the session's last report, once closed
+	std::atomic<std::uint64_t> epoch_{0}; // sessions so far
+	struct lane_state {
+		std::vector<byte_span>
+		    flushed;             // flushed since the last drain: resent on a new session
+		std::uint64_t epoch = 0; // the session the flushes went to
+	};
+	std::unique_ptr<lane_state[]> lanes_; // a lane is used by one thread at a time (PMDK)
+	dirty_map dirty_;
+
+	std::atomic<state> state_{state::in_sync};
+	mutable std::mutex mu_; // state changes, the cause, the outage's start
+	std::condition_variable cv_;
+	std::string cause_;
+	std::optional<rpmem::error> failure_; // state failed: what every call throws
+	std::chrono::steady_clock::time_point outage_start_{};
+	std::uint64_t reconnects_ = 0;
+	bool stop_ = false;
+	std::thread healer_;
+};
+
+} // namespace rpmem::client

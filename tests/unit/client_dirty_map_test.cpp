@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// lib/client/dirty_map (what changed while a replica was away) and lib/client/call_gate (the
+// gate the calls pass and a catch-up closes for its last round), as pure objects.
+#include "client/call_gate.hpp"
+#include "client/dirty_map.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <random>
+#include <thread>
+#include <vector>
+
+using namespace rpmem::client;
+
+TEST_CASE("dirty_map: marks cover whole blocks, take merges neighbours and clears",
+          "[client][dirty]")
+{
+	dirty_map m(1u << 20, 4096);
+	CHECK(m.empty());
+	m.mark(10, 1);           // block 0
+	m.mark(4096 * 3 - 1, 2); // blocks 2 and 3
+	m.mark(4096 * 64, 4096); // block 64: the second word
+	m.mark(4096 * 63, 1);    // block 63: ends the first word, joins block 64
+	m.mark(0, 0);            // nothing
+	m.mark(2u << 20, 4096);  // past the pool: nothing
+	CHECK(m.bytes() == 5 * 4096); // blocks 0, 2, 3, 63 and 64
+	auto r = m.take();
+	REQUIRE(r.size() == 3);
+	CHECK(r[0] == byte_span{0, 4096});
+	CHECK(r[1] == byte_span{2 * 4096, 4 * 4096});
+	CHECK(r[2] == byte_span{63 * 4096, 65 * 4096});
+	CHECK(m.empty());
+	CHECK(m.take().empty());
+}
+
+TEST_CASE("dirty_map: the last block is clipped to the pool, and a long range spans words",
+          "[client][dirty]")
+{
+	dirty_map m(4096 * 200 + 100, 4096); // 201 blocks, the last 100 bytes long
+	m.mark(0, 4096 * 200 + 100);
+	CHECK(m.bytes() == 4096 * 200 + 100);
+	auto r = m.take();
+	REQUIRE(r.size() == 1);
+	CHECK(r[0] == byte_span{0, 4096 * 200 + 100});
+}
+
+TEST_CASE("dirty_map::block_for keeps the map at most 16 Mi blocks", "[client][dirty]")
+{
+	CHECK(dirty_map::block_for(64u << 20) == 4096);
+	CHECK(dirty_map::block_for(std::uint64_t{64} << 30) == 4096);
+	CHECK(dirty_map::block_for(std::uint64_t{1} << 40) == 65536);
+}
+
+TEST_CASE("dirty_map: a block marked while a round is taken is in that round or the next",
+          "[client][dirty]")
+{
+	// Writers mark their own blocks; a taker takes rounds meanwhile. Every block a writer
+	// marked after its last round was taken must be in a round: none is lost.
+	constexpr std::uint64_t blocks = 4096;
+	dirty_map m(blocks * 4096, 4096);
+	std::vector<std::atomic<std::uint32_t>> marked(blocks), taken(blocks);
+	std::atomic<bool> stop{false};
+	std::vector<std::thread> writers;
+	for (int t = 0; t < 4; ++t)
+		writers.emplace_back([&, t] {
+			std::mt19937 rng(t);
+			for (int i = 0; i < 20000; ++i) {
+				const std::uint64_t b = rng() % blocks;
+				marked[b].fetch_add(1);
+				m.mark(b * 4096 + rng() % 4096, 1);
+			}
+		});
+	std::thread taker([&] {
+		while (!stop)
+			for (const auto &r : m.take())
+				for (auto b = r.begin / 4096; b < r.end / 4096; ++b)
+					taken[b].fetch_add(1);
+	});
+	for (auto &w : writers)
+		w.join();
+	stop = true;
+	taker.join();
+	for (const auto &r : m.take())
+		for (auto b = r.begin / 4096; b < r.end / 4096; ++b)
+			taken[b].fetch_add(1);
+	for (std::uint64_t b = 0; b < blocks; ++b)
+		if (marked[b] > 0)
+			REQUIRE(taken[b] > 0);
+}
+
+TEST_CASE("call_gate: close waits for the calls inside and holds new ones until open",
+          "[client][gate]")
+{
+	call_gate g;
+	std::atomic<int> entered{0};
+	g.enter(); // a call inside
+	std::atomic<bool> closed{false};
+	std::thread closer([&] {
+		g.close();
+		closed = true;
+	});
+	while (!g.closed())
+		std::this_thread::yield();
+	// The closer cannot finish while the call is inside; a new call waits at the gate.
+	std::thread late([&] {
+		call_gate::pass in(g);
+		entered.fetch_add(1);
+	});
+	std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	CHECK(entered == 0);
+	CHECK(!closed);
+	g.leave(); // the call leaves: the gate closes
+	closer.join();
+	CHECK(entered == 0); // still held
+	g.open();
+	late.join();
+	CHECK(entered == 1);
+}
