@@ -171,8 +171,14 @@ TEST_CASE("capi: unknown, existing and busy pools, bad descriptor, unreachable h
 	CHECK(rpmem_remove(e.target().c_str(), "p.set", RPMEM_REMOVE_POOL_SET) == 0);
 }
 
-TEST_CASE("capi: a dead rpmemd is ECONNRESET on the next call, not a hang", "[capi][fault]")
+TEST_CASE("capi: under RPMEM_ON_OUTAGE=fail and no reconnect time, a dead rpmemd is ECONNRESET "
+          "on the next call, not a hang",
+          "[capi][fault]")
 {
+	// PMDK's behaviour, asked for (settings are read once, at the first pool: ctest runs
+	// each test case in a process of its own).
+	::setenv("RPMEM_ON_OUTAGE", "fail", 1);
+	::setenv("RPMEM_RECONNECT_TIMEOUT", "0", 1);
 	auto &e = env();
 	e.node.write_poolset("dead.set", {"8M"});
 	local_pool local(pool_size);
@@ -197,9 +203,42 @@ TEST_CASE("capi: a dead rpmemd is ECONNRESET on the next call, not a hang", "[ca
 	rpmem_close(rpp);
 }
 
+TEST_CASE("capi: a dead rpmemd is replaced by the next call, which succeeds, and a clean close "
+          "leaves the replica unmarked",
+          "[capi][fault][outage]")
+{
+	auto &e = env();
+	e.node.write_poolset("back.set", {"8M"});
+	local_pool local(pool_size);
+	auto attr = c_attr();
+	unsigned nlanes = 2;
+	RPMEMpool *rpp =
+	    rpmem_create(e.target().c_str(), "back.set", local.data(), pool_size, &nlanes, &attr);
+	REQUIRE(rpp);
+	std::memset(local.data() + 4096, 0x5a, 8192);
+	CHECK(rpmem_persist(rpp, 4096, 4096, 0, 0) == 0);
+	REQUIRE(run_kill_rpmemd(e.node.dir().string()));
+	require_rpmemd_gone(e.node);
+	// The new session takes every persist from here on, and the next lane's too.
+	INFO(rpmem_errormsg());
+	CHECK(rpmem_persist(rpp, 8192, 4096, 0, 0) == 0);
+	CHECK(rpmem_persist(rpp, 4096, 64, 1, 0) == 0);
+	std::vector<char> back(8192);
+	CHECK(rpmem_read(rpp, back.data(), 4096, back.size(), 0) == 0);
+	CHECK(std::memcmp(back.data(), local.data() + 4096, back.size()) == 0);
+	CHECK(rpmem_close(rpp) == 0);
+	// A clean close: the replica is not left marked possibly behind.
+	rpmem_pool_attr got{};
+	rpp = rpmem_open(e.target().c_str(), "back.set", local.data(), pool_size, &nlanes, &got);
+	REQUIRE(rpp);
+	CHECK((got.compat_features & 0x40000000u) == 0);
+	CHECK(rpmem_close(rpp) == 0);
+	CHECK(rpmem_remove(e.target().c_str(), "back.set", RPMEM_REMOVE_FORCE) == 0);
+}
+
 TEST_CASE(
-    "capi: RPMEM_STATS_FILE reports a pool whose rpmemd died as failed, with its errors, and a "
-    "bad RPMEM_STATS_INTERVAL is named and the default used",
+    "capi: RPMEM_STATS_FILE reports a pool whose rpmemd died as failed (RPMEM_ON_OUTAGE=fail), "
+    "with its errors, and a bad RPMEM_STATS_INTERVAL is named and the default used",
     "[capi][metrics]")
 {
 	capi_environment env; // announces the replica through this process's environment
@@ -209,7 +248,9 @@ TEST_CASE(
 	const std::string errors = (dir / "stderr").string();
 	child app({std::string(RPMEM_BINARY_DIR) + "/bin/rpmem_exit_open", env.target(),
 	           "failing.set", "hold"},
-	          {"RPMEM_STATS_FILE=" + file, "RPMEM_STATS_INTERVAL=soon"}, errors);
+	          {"RPMEM_STATS_FILE=" + file, "RPMEM_STATS_INTERVAL=soon", "RPMEM_ON_OUTAGE=fail",
+	           "RPMEM_RECONNECT_TIMEOUT=0"},
+	          errors);
 	auto ready = app.read_line(std::chrono::seconds(60));
 	INFO("the program's stderr:\n" << slurp(errors));
 	REQUIRE(ready == "ready");

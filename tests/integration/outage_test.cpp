@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A replica's outage never stops the application (client/resilient_pool.hpp), through stock
+// libpmemobj and our librpmem.so.1: tests/support/pmemobj_log.c, four threads committing
+// transactions, while rpmemd is killed, frozen, its link cut or its host refusing logins. The
+// writer must never see an error (libpmemobj aborts when a persist fails) and, after a clean
+// close, the replica must hold every acknowledged record: it is promoted and opened by
+// libpmemobj, record by record.
+#include "process.hpp"
+#include "replica_fixture.hpp"
+#include "support/child.hpp"
+#include "support/netns.hpp"
+
+#include <csignal>
+#include <cstdlib>
+#include <random>
+#include <sys/wait.h>
+#include <thread>
+
+using namespace rpmem::test;
+
+namespace
+{
+
+constexpr int threads = 4;
+
+/** What pmemobj_log publishes (tests/support/pmemobj_log.c, struct history). */
+struct history {
+	std::uint64_t committed[16];
+	std::uint64_t longest_ns[16];
+	std::uint64_t threads;
+};
+
+std::string sanitizer_env(const char *name, const char *extra)
+{
+	const char *v = std::getenv(name);
+	return fmt::format("{}={}{}", name, v ? v : "", extra);
+}
+
+/**
+ * A stock libpmemobj pool set with one remote replica, written by pmemobj_log. `where`: the
+ * sshd and replica, reached from this process or from a network namespace's client side.
+ */
+class log_setup
+{
+public:
+	log_setup(sshd &server, replica &node, std::string client_prefix = {})
+	    : server_(server), node_(node), prefix_(std::move(client_prefix)),
+	      local_(make_temp_dir("/dev/shm", "rpmem-outage-"))
+	{
+		node_.write_poolset("log.set", {"96M"});
+		std::ofstream(local_ / "pool.set")
+		    << fmt::format("PMEMPOOLSET\n64M {}\nREPLICA {} log.set\n",
+		                   (local_ / "local.part").string(), server_.target().str());
+	}
+	~log_setup()
+	{
+		std::error_code ec;
+		fs::remove_all(local_, ec);
+	}
+
+	/** The writer's environment: our librpmem, the replica through the test's sshd. */
+	std::vector<std::string> environment(const std::vector<std::string> &extra) const
+	{
+		auto o = server_.client_options();
+		std::vector<std::string> env{sanitizer_env("ASAN_OPTIONS", ":detect_leaks=0"),
+		                             "LD_LIBRARY_PATH=" RPMEM_BINARY_DIR "/lib",
+		                             "PMEM_IS_PMEM_FORCE=1",
+		                             "RPMEM_CMD=" + node_.command(),
+		                             "RPMEM_SSH_CONFIG=" + o.config_file,
+		                             "RPMEM_SSH_KNOWN_HOSTS=" + o.known_hosts_file,
+		                             "RPMEM_SSH_IDENTITY=" + o.identity_files.at(0),
+		                             "RPMEM_PROVIDER=tcp",
+		                             "RPMEM_TIMEOUT=2000",
+		                             "RPMEM_LOG_LEVEL=1",
+		                             "RPMEM_STATS_FILE=" +
+		                                 (local_ / "metrics.json").string()};
+		env.insert(env.end(), extra.begin(), extra.end());
+		return env;
+	}
+
+	/** Starts a writer on fresh pools and waits until its transactions run. */
+	std::unique_ptr<child> start(const std::vector<std::string> &extra_env = {})
+	{
+		std::error_code ec;
+		fs::remove(local_ / "local.part", ec);
+		fs::remove(node_.part("log.set"), ec);
+		fs::remove(local_ / "history", ec);
+		fs::remove(local_ / "writer.err", ec);
+		std::vector<std::string> argv;
+		if (!prefix_.empty()) // inside the client's namespace
+			argv = {"/usr/bin/ip", "netns", "exec", prefix_};
+		for (const char *a : {RPMEM_BINARY_DIR "/bin/rpmem_pmemobj_log", "run"})
+			argv.push_back(a);
+		argv.push_back((local_ / "pool.set").string());
+		argv.push_back((local_ / "history").string());
+		argv.push_back(std::to_string(threads));
+		auto w = std::make_unique<child>(argv, environment(extra_env),
+		                                 (local_ / "writer.err").string());
+		auto line = w->read_line(std::chrono::seconds(60));
+		INFO("the writer printed " << line.value_or("nothing") << "; its stderr:\n"
+		                           << errors());
+		REQUIRE(line == std::string("ready"));
+		return w;
+	}
+
+	std::string errors() const { return slurp(local_ / "writer.err"); }
+	std::string metrics() const { return slurp(local_ / "metrics.json"); }
+	const fs::path &dir() const { return local_; }
+
+	history state() const
+	{
+		history h{};
+		std::ifstream f(local_ / "history", std::ios::binary);
+		f.read(reinterpret_cast<char *>(&h), sizeof h);
+		return h;
+	}
+	std::uint64_t total() const
+	{
+		auto h = state();
+		std::uint64_t n = 0;
+		for (int t = 0; t < threads; ++t)
+			n += h.committed[t];
+		return n;
+	}
+	double longest_ms() const
+	{
+		auto h = state();
+		std::uint64_t m = 0;
+		for (int t = 0; t < threads; ++t)
+			m = std::max(m, h.longest_ns[t]);
+		return double(m) / 1e6;
+	}
+
+	/** Waits until the writer committed `n` transactions in all (a bound, not a timing). */
+	void wait_total(std::uint64_t n, child &w,
+	                std::chrono::seconds bound = std::chrono::seconds(120))
+	{
+		const auto give_up = std::chrono::steady_clock::now() + bound;
+		while (total() < n && std::chrono::steady_clock::now() < give_up &&
+		       !w.wait(std::chrono::milliseconds(0)))
+			std::this_thread::sleep_for(std::chrono::milliseconds(2));
+		INFO("the writer's stderr:\n" << errors());
+		REQUIRE(total() >= n);
+	}
+
+	/** Stops the writer: it closes the pool and must exit 0, never having seen an error. */
+	void finish(child &w)
+	{
+		w.close_stdin();
+		auto closed = w.read_line(std::chrono::seconds(120));
+		auto status = w.wait(std::chrono::seconds(120));
+		INFO("the writer's stderr:\n" << errors());
+		REQUIRE(status);
+		CHECK(WIFEXITED(*status));
+		CHECK(WEXITSTATUS(*status) == 0);
+		CHECK(closed == std::string("closed"));
+	}
+
+	/** Once its rpmemd is gone: the replica promoted (without --force: a clean close leaves
+	 *  it unmarked), opened by stock libpmemobj, every acknowledged record checked. */
+	void check_replica()
+	{
+		for (int i = 0; i < 1000 && find_rpmemd(node_.dir().string()) > 0; ++i)
+			std::this_thread::sleep_for(std::chrono::milliseconds(10));
+		const auto promoted = local_ / "promoted.set";
+		auto p = run(fmt::format("{}/bin/rpmem promote {} --output {}", RPMEM_BINARY_DIR,
+		                         (node_.dir() / "log.set").string(), promoted.string()));
+		INFO("rpmem promote printed:\n" << p.output);
+		REQUIRE(p.status == 0);
+		auto c = run(fmt::format("{}/bin/rpmem_pmemobj_log check {} {}", RPMEM_BINARY_DIR,
+		                         promoted.string(), (local_ / "history").string()),
+		             sanitizer_env("ASAN_OPTIONS", ":detect_leaks=0"));
+		INFO("pmemobj_log check printed:\n" << c.output);
+		CHECK(c.status == 0);
+		CHECK(c.output.rfind("ok ", 0) == 0);
+	}
+
+private:
+	sshd &server_;
+	replica &node_;
+	std::string prefix_;
+	fs::path local_;
+};
+
+/** One sshd and replica for the tests in this process's namespace. */
+struct loopback {
+	sshd server;
+	replica node{server};
+};
+
+} // namespace
+
+TEST_CASE("outage, synchronous: rpmemd killed mid-stream, the writer never sees an error and "
+          "the replica holds every acknowledged record",
+          "[outage][capi][pmemobj]")
+{
+	loopback net;
+	log_setup s(net.server, net.node);
+	auto w = s.start({"RPMEM_ON_OUTAGE=fail"}); // an outage it did not bridge would end it
+	s.wait_total(2000, *w);
+	REQUIRE(run_kill_rpmemd(net.node.dir().string()));
+	const auto at_kill = s.total();
+	s.wait_total(at_kill + 4000, *w); // it went on
+	INFO("longest transaction " << s.longest_ms() << " ms; the writer's stderr:\n"
+	                            << s.errors());
+	CHECK(s.errors().find("replica reconnecting") != std::string::npos);
+	CHECK(s.errors().find("replica in_sync (reconnected after") != std::string::npos);
+	s.finish(*w);
+	s.check_replica();
+}
+
+TEST_CASE("outage, synchronous: rpmemd frozen shorter and longer than RPMEM_TIMEOUT, the writer "
+          "never sees an error",
+          "[outage][capi][pmemobj]")
+{
+	loopback net;
+	log_setup s(net.server, net.node);
+	auto w = s.start({"RPMEM_ON_OUTAGE=fail", "RPMEM_RECONNECT_TIMEOUT=30000"});
+	for (auto frozen : {std::chrono::milliseconds(500), std::chrono::milliseconds(4000)}) {
+		s.wait_total(s.total() + 2000, *w);
+		const pid_t daemon = find_rpmemd(net.node.dir().string());
+		REQUIRE(daemon > 0);
+		REQUIRE(::kill(daemon, SIGSTOP) == 0);
+		std::this_thread::sleep_for(frozen);
+		REQUIRE(::kill(daemon, SIGCONT) == 0);
+	}
+	s.wait_total(s.total() + 4000, *w);
+	INFO("longest transaction " << s.longest_ms() << " ms; the writer's stderr:\n"
+	                            << s.errors());
+	// The long freeze outlasts RPMEM_TIMEOUT (2 s): the session is replaced once the frozen
+	// rpmemd, continued, has let the pool go.
+	CHECK(s.errors().find("replica in_sync (reconnected after") != std::string::npos);
+	s.finish(*w);
+	s.check_replica();
+}
+
+TEST_CASE("outage, synchronous: the replica host refuses logins while rpmemd is gone, the writer "
+          "waits and goes on",
+          "[outage][capi][pmemobj]")
+{
+	loopback net;
+	log_setup s(net.server, net.node);
+	auto w = s.start({"RPMEM_ON_OUTAGE=fail", "RPMEM_RECONNECT_TIMEOUT=30000"});
+	s.wait_total(2000, *w);
+	const auto keys = net.server.dir() / "authorized_keys";
+	fs::rename(keys, net.server.dir() / "authorized_keys.off");
+	REQUIRE(run_kill_rpmemd(net.node.dir().string()));
+	std::this_thread::sleep_for(std::chrono::seconds(2)); // attempts fail: no key accepted
+	const auto during = s.total();
+	fs::rename(net.server.dir() / "authorized_keys.off", keys);
+	s.wait_total(during + 4000, *w);
+	INFO("longest transaction " << s.longest_ms() << " ms; the writer's stderr:\n"
+	                            << s.errors());
+	CHECK(s.errors().find("replica in_sync (reconnected after") != std::string::npos);
+	s.finish(*w);
+	s.check_replica();
+}
+
+TEST_CASE("outage, synchronous: the link cut for 2 s, the writer never sees an error",
+          "[outage][capi][pmemobj][netns]")
+{
+	std::string why;
+	if (!netns_pair::available(&why))
+		FAIL("network namespaces are needed and not available: " << why);
+	netns_pair net;
+	std::unique_ptr<sshd> server;
+	net.in_server([&] { server = std::make_unique<sshd>(net.server_address()); });
+	replica node(*server);
+	log_setup s(*server, node, net.client_ns());
+	auto w = s.start({"RPMEM_ON_OUTAGE=fail", "RPMEM_RECONNECT_TIMEOUT=30000"});
+	s.wait_total(2000, *w);
+	net.set_link(false);
+	std::this_thread::sleep_for(std::chrono::seconds(2));
+	net.set_link(true);
+	const auto after = s.total();
+	s.wait_total(after + 4000, *w);
+	INFO("longest transaction " << s.longest_ms() << " ms; the writer's stderr:\n"
+	                            << s.errors());
+	s.finish(*w);
+	s.check_replica();
+}
+
+TEST_CASE("outage, continue: the link down longer than the reconnect timeout, the writer goes "
+          "on, the replica catches up online and matches the master",
+          "[outage][capi][pmemobj][netns]")
+{
+	std::string why;
+	if (!netns_pair::available(&why))
+		FAIL("network namespaces are needed and not available: " << why);
+	netns_pair net;
+	std::unique_ptr<sshd> server;
+	net.in_server([&] { server = std::make_unique<sshd>(net.server_address()); });
+	replica node(*server);
+	log_setup s(*server, node, net.client_ns());
+	auto w = s.start({"RPMEM_RECONNECT_TIMEOUT=1000", "RPMEM_STATS_INTERVAL=100"});
+	s.wait_total(2000, *w);
+	net.set_link(false);
+	// Lost after the timeout: the writer goes on without its replica.
+	const auto cut = s.total();
+	s.wait_total(cut + 6000, *w);
+	{
+		INFO("the writer's stderr:\n" << s.errors());
+		CHECK(s.errors().find("replica lost") != std::string::npos);
+	}
+	net.set_link(true);
+	// Back: it catches up while the writer keeps writing.
+	const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+	while (s.errors().find("replica in_sync (caught up") == std::string::npos &&
+	       std::chrono::steady_clock::now() < give_up)
+		std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	const auto caught = s.total();
+	s.wait_total(caught + 2000, *w);
+	INFO("the writer's stderr:\n" << s.errors() << "\nmetrics:\n" << s.metrics());
+	CHECK(s.errors().find("replica catching_up") != std::string::npos);
+	CHECK(s.errors().find("replica in_sync (caught up") != std::string::npos);
+	s.finish(*w);
+	s.check_replica();
+}
