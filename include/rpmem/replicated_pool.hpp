@@ -30,10 +30,15 @@
 //
 // Failures: by default a lost replica fails the call (rpmem::error) and every later one until
 // resync(); with failure_policy::degrade the pool keeps going on the remaining replicas,
-// reports the lost one (on_replica_lost, replicas()) and resync() brings it back.
+// reports the lost one (on_replica_lost, replicas()), records what it misses, reconnects it by
+// itself and catches it up while the calls go on (options::reconnect; resync() does the same on
+// request). Under degrade every remote replica is marked "possibly behind" from open until a
+// clean close, as in asynchronous mode: a replica left behind is never taken as current.
 //
-// Thread safety: persist/flush+drain/barrier may be called from several threads (remote
-// fan-outs are serialized); create/open/close/resync are not concurrent with anything.
+// Thread safety: persist/flush+drain/barrier may be called from several threads, each on a lane
+// of its own (a drain() covers the calling thread's flush() calls); resync() runs beside them
+// (the calls go on; the replica it brings back gets what they write meanwhile);
+// create/open/close are not concurrent with anything.
 //
 // Handles: every call on a closed pool throws rpmem::error (EINVAL) except replicas(), lag()
 // and close(); every call on a moved-from replicated_pool throws rpmem::error (EINVAL).
@@ -75,6 +80,10 @@ public:
 		std::string where; // "target:poolset" for a remote replica, part 0's path else
 		bool in_sync = true;
 		std::string error; // why it was lost (empty while in sync)
+		// "connected" (in sync), "lost" (the calls go on without it, recording what it
+		// misses) or "catching_up" (what it misses is being pushed to it)
+		std::string state = "connected";
+		std::uint64_t bytes_to_go = 0; // what it misses, while lost or catching up
 	};
 
 	/** How far the replicas trail the master (asynchronous mode; zeros when synchronous). */
@@ -107,6 +116,10 @@ public:
 		 * the lag bound would hold). The status's error says why and that resync(index)
 		 * brings the replica back. */
 		std::function<void(const replica_status &)> on_replica_lost;
+		/** failure_policy::degrade: a lost remote replica is reconnected by itself
+		 * (attempts every 50 ms, doubling up to 2 s) and caught up while the calls go on;
+		 * false: only resync() brings it back. */
+		bool reconnect = true;
 		/** Header identity written by create() and required by open(). */
 		std::array<char, 8> signature{'R', 'P', 'M', 'E', 'M', 'R', 'P', '\0'};
 		std::uint32_t major = 1;

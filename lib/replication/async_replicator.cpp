@@ -63,7 +63,12 @@ void replica_sink::send(const std::vector<async::piece> &batch, const async::sta
 	}
 	d_.remote_all(
 	    "asynchronous replication", [](remote_replica &) {},
-	    [](remote_replica &r) { r.rp->complete(0); });
+	    [](remote_replica &r) { r.rp->complete(0); },
+	    [&] {
+		    // What a lost replica misses (also one this batch lost): its catch-up's.
+		    for (const auto &p : batch)
+			    d_.track_lost({p.r.offset, p.r.length});
+	    });
 }
 
 async::bounds bounds_of(const replicated_pool::options &o)

@@ -23,6 +23,11 @@ void replicated_pool::impl::mark_lost(std::size_t index, const std::string &why)
 		if (r.index == index && !r.lost) {
 			r.lost = true;
 			r.error = why;
+			lost_count.fetch_add(1, std::memory_order_release);
+			if (!r.dirty && opts.on_failure == failure_policy::degrade)
+				r.dirty = std::make_unique<client::dirty_map>(
+				    master->size(), client::dirty_map::block_for(master->size()));
+			heal_cv.notify_all();
 			if (k < exports.size()) {
 				exports[k]->error(false); // counted; the state follows `lost`
 				exports[k]->set_lost(true);
@@ -86,12 +91,28 @@ void replicated_pool::impl::check_not_lost(const char *what) const
 		return;
 	std::lock_guard g(state_mu);
 	for (const auto &r : remotes)
-		if (r.lost)
+		if (r.lost && !r.catching_up) // one being caught up is marked and gets it all
 			fail_lost(what, r.index, EIO, r.error);
 }
 
-void replicated_pool::impl::apply_failures(const char *what,
-                                           std::span<const std::exception_ptr> errors)
+void replicated_pool::impl::fence(remote_replica &r, const std::string &why)
+{
+	std::lock_guard g(state_mu);
+	if (!r.dirty)
+		r.dirty = std::make_unique<client::dirty_map>(
+		    master->size(), client::dirty_map::block_for(master->size()));
+	if (r.lost)
+		return;
+	r.lost = true;
+	r.error = why;
+	lost_count.fetch_add(1, std::memory_order_release);
+	for (std::size_t k = 0; k < remotes.size() && k < exports.size(); ++k)
+		if (&remotes[k] == &r)
+			exports[k]->set_lost(true);
+}
+
+std::exception_ptr replicated_pool::impl::apply_failures(const char *what,
+                                                         std::span<const std::exception_ptr> errors)
 {
 	std::size_t failed = errors.size();
 	int failed_err = 0;
@@ -106,14 +127,14 @@ void replicated_pool::impl::apply_failures(const char *what,
 			errnum_of(errors[i], &failed_msg);
 		}
 	}
-	if (failed != errors.size() && opts.on_failure == failure_policy::fail)
-		throw rpmem::error(failed_err,
-		                   fmt::format("{}: remote replica {} ({}) failed: {}: the data is "
-		                               "durable on the master but not on every replica; "
-		                               "bring the replica back and call resync({}), or use "
-		                               "failure_policy::degrade",
-		                               what, remotes[failed].index, where(remotes[failed]),
-		                               failed_msg, remotes[failed].index));
+	if (failed == errors.size() || opts.on_failure != failure_policy::fail)
+		return nullptr;
+	return std::make_exception_ptr(rpmem::error(
+	    failed_err, fmt::format("{}: remote replica {} ({}) failed: {}: the data is durable on "
+	                            "the master but not on every replica; bring the replica back "
+	                            "and call resync({}), or use failure_policy::degrade",
+	                            what, remotes[failed].index, where(remotes[failed]), failed_msg,
+	                            remotes[failed].index)));
 }
 
 void replicated_pool::impl::clear_behind_marks()
@@ -138,6 +159,9 @@ void replicated_pool::impl::clear_behind_marks()
 namespace
 {
 
+/** Ranges a lane keeps for a replica that may be lost before its drain (then merged). */
+constexpr std::size_t max_flushed = 1024;
+
 /** Every call reaches every replica in sync before it returns, on the calling thread's lane. */
 class synchronous_mode final : public replication_mode
 {
@@ -148,20 +172,23 @@ public:
 	{
 		// The replicas still in sync get the range even when the call is going to fail
 		// because one is lost: then resync() of the lost one is all it takes to be whole.
+		// A lost one gets it in its dirty map (also when this very call lost it).
 		d_.with_lane([&](unsigned lane) {
 			d_.remote_all(
 			    "replicated_pool::persist",
 			    [&](remote_replica &x) {
 				    x.rp->persist_post(r.offset, r.length, lane);
 			    },
-			    [&](remote_replica &x) { x.rp->complete(lane); });
+			    [&](remote_replica &x) { x.rp->complete(lane); },
+			    [&] { d_.track_lost(r); });
 			d_.check_not_lost("replicated_pool::persist");
 		});
 	}
 
 	void flush(range r) override
 	{
-		// Posting a write returns at once. On the thread's lane: its drain() drains it.
+		// Posting a write returns at once. On the thread's lane: its drain() drains it, and
+		// a replica lost before then gets it in its dirty map.
 		d_.with_lane([&](unsigned lane) {
 			for (auto &x : d_.remotes) {
 				if (!d_.active(x))
@@ -174,6 +201,18 @@ public:
 					// policy.
 				}
 			}
+			auto &flushed = d_.lane_flushed[lane];
+			if (flushed.size() >= max_flushed) { // bounded: one range over them all
+				auto all = flushed.front();
+				for (const auto &f : flushed)
+					all = {
+					    std::min(all.offset, f.offset),
+					    std::max(all.offset + all.length, f.offset + f.length) -
+					        std::min(all.offset, f.offset)};
+				flushed.assign(1, all);
+			}
+			flushed.push_back(r);
+			d_.track_lost(r);
 		});
 	}
 
@@ -183,17 +222,31 @@ public:
 			d_.remote_all(
 			    "replicated_pool::drain",
 			    [&](remote_replica &x) { x.rp->drain_post(lane); },
-			    [&](remote_replica &x) { x.rp->complete(lane); });
+			    [&](remote_replica &x) { x.rp->complete(lane); },
+			    [&] {
+				    for (const auto &f : d_.lane_flushed[lane])
+					    d_.track_lost(f);
+			    });
+			d_.lane_flushed[lane].clear();
 			d_.check_not_lost("replicated_pool::drain");
 		});
 	}
 
 	// What was persisted before the call is on every replica in sync already.
 	void barrier() override { d_.check_not_lost("replicated_pool::barrier"); }
-	void finish() override {}
+	void finish() override
+	{
+		if (may_fall_behind())
+			d_.clear_behind_marks();
+	}
 	replicated_pool::lag_info lag() const override { return {}; }
 	void replicas_back() override {}
-	bool may_fall_behind() const override { return false; }
+	/** Under failure_policy::degrade a replica may miss persists (while lost): marked from
+	 *  open until a clean close, so it is never taken as current meanwhile. */
+	bool may_fall_behind() const override
+	{
+		return d_.opts.on_failure == replicated_pool::failure_policy::degrade;
+	}
 
 private:
 	replicated_pool::impl &d_;

@@ -283,8 +283,9 @@ void open_remote(replicated_pool::impl &p, const header_check &check, remote_rep
 		                           "NOHDRS?): it is not a replica of this pool");
 	check(pmdk::from_attr(a), "remote replica " + p.where(rr));
 	if (pmdk::marked_behind(a))
-		throw rpmem::error(ESTALE, "it may be behind the master: it was written "
-		                           "asynchronously and its writer did not close the pool "
+		throw rpmem::error(ESTALE, "it may be behind the master: its writer could leave it "
+		                           "behind (asynchronous replication, or "
+		                           "failure_policy::degrade) and did not close the pool "
 		                           "cleanly, so it can lack the master's last persists "
 		                           "(its pool header is marked so)");
 	rr.attr = a;
@@ -307,9 +308,11 @@ void open_remotes(replicated_pool::impl &p, const header_check &check, const std
 		int err = errnum_of(errors[i], &msg);
 		auto &rr = p.remotes[i];
 		if (p.opts.on_failure == replicated_pool::failure_policy::degrade) {
-			// Keep going without it; resync() re-creates it from the master.
+			// Keep going without it; the healer brings it back (compared by block
+			// checksums: what it lacks is not known), re-creating it if it is gone.
 			rr.rp.reset();
 			rr.attr = {};
+			rr.compare = true;
 			p.mark_lost(rr.index, errors[i]);
 			continue;
 		}
@@ -352,6 +355,7 @@ replicated_pool replicated_pool::create(const std::string &poolset_path, const o
 	}
 	p->count_lanes();
 	p->start_export();
+	p->start_healer();
 	return replicated_pool(std::move(p));
 }
 
@@ -370,6 +374,7 @@ replicated_pool replicated_pool::open(const std::string &poolset_path, const opt
 	p->count_lanes();
 	p->start_export();
 	p->notify_lost();
+	p->start_healer();
 	return replicated_pool(std::move(p));
 }
 

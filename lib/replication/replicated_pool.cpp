@@ -140,8 +140,11 @@ std::vector<replicated_pool::replica_status> replicated_pool::replicas() const
 	std::lock_guard g(d.state_mu);
 	for (const auto &l : d.locals)
 		out[l.index] = {l.index, false, d.ps.replicas[l.index].parts[0].path, true, {}};
-	for (const auto &r : d.remotes)
+	for (const auto &r : d.remotes) {
 		out[r.index] = {r.index, true, d.where(r), !r.lost, r.error};
+		out[r.index].state = !r.lost ? "connected" : r.catching_up ? "catching_up" : "lost";
+		out[r.index].bytes_to_go = r.lost && r.dirty ? r.dirty->bytes() : 0;
+	}
 	return out;
 }
 
@@ -185,7 +188,9 @@ void replicated_pool::impl::start_export()
 			    r.lanes = last.lanes;
 			    r.stats = last.stats;
 			    if (lost) {
-				    r.state = "failed";
+				    std::lock_guard g(state_mu);
+				    r.state = rr.catching_up ? "catching_up" : "lost";
+				    r.bytes_to_go = rr.dirty ? rr.dirty->bytes() : 0;
 			    } else if (async) {
 				    // Every replica in sync advances with the same rounds: the
 				    // pool's lag.
@@ -226,6 +231,7 @@ void replicated_pool::close()
 	auto &d = live(impl_.get(), "close");
 	if (d.closed)
 		return;
+	d.stop_healer(); // a catch-up under way stops at its next round: the replica stays marked
 	std::exception_ptr finish_err;
 	try {
 		d.replication->finish();

@@ -11,6 +11,7 @@
 
 #include "async/pipeline.hpp"
 #include "async/remote_writer.hpp"
+#include "client/dirty_map.hpp"
 #include "client/remote_pool.hpp"
 #include "client/stats_export.hpp"
 #include "pmdk/pool_header.hpp"
@@ -30,6 +31,7 @@
 #include <shared_mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace rpmem
@@ -82,6 +84,12 @@ struct remote_replica {
 	unsigned lanes = 0;                             // granted to rp
 	bool lost = false;
 	std::string error;
+	// What changed while it was lost (failure_policy::degrade): what a catch-up moves. With
+	// `compare` the changes are not all known (lost at open, or a catch-up interrupted by a
+	// reconnect that re-created it): block checksums find them first.
+	std::unique_ptr<client::dirty_map> dirty;
+	bool compare = false;
+	bool catching_up = false; // a catch-up works on it (the healer's or resync's)
 };
 
 /** A local replica: written with the master on every call. A failure to write it fails the
@@ -170,12 +178,19 @@ struct replicated_pool::impl {
 	void check_range(const char *what, std::size_t off, std::size_t len) const;
 
 	/** Runs post(r) on every remote replica in sync, then complete(r) on each: all of them
-	 *  work at once; then applies the failure policy. No allocation unless one fails. */
+	 *  work at once; then after() (the replicas that failed are lost by then), then applies
+	 *  the failure policy. No allocation unless one fails. */
+	template <class Post, class Complete, class After>
+	void remote_all(const char *what, Post &&post, Complete &&complete, After &&after);
 	template <class Post, class Complete>
-	void remote_all(const char *what, Post &&post, Complete &&complete);
-	/** remote_all's failures, errors[i] for remotes[i]: marks them lost, and throws the
-	 *  first under failure_policy::fail. */
-	void apply_failures(const char *what, std::span<const std::exception_ptr> errors);
+	void remote_all(const char *what, Post &&post, Complete &&complete)
+	{
+		remote_all(what, post, complete, [] {});
+	}
+	/** remote_all's failures, errors[i] for remotes[i]: marks them lost; under
+	 *  failure_policy::fail, returns what the call throws. */
+	std::exception_ptr apply_failures(const char *what,
+	                                  std::span<const std::exception_ptr> errors);
 	/** Marks remote replica `index` lost; on_replica_lost hears of it from notify_lost(). */
 	void mark_lost(std::size_t index, const std::string &why);
 	/** The same for a failure: says why with this pool's remedy (resync); its errno. */
@@ -212,6 +227,45 @@ struct replicated_pool::impl {
 			e->finish("closed");
 		exports.clear();
 	}
+	// Healing (failure_policy::degrade): every call records the ranges a lost replica
+	// misses (track_lost); a thread reconnects lost replicas and catches them up while the
+	// calls go on (heal.cpp).
+	std::atomic<int> lost_count{0}; // remotes lost now: track_lost costs nothing at 0
+	/** Records `r` in every lost replica's dirty map (remote_mu held, shared or not). */
+	void track_lost(range r) noexcept
+	{
+		if (lost_count.load(std::memory_order_acquire) == 0)
+			return;
+		std::lock_guard g(state_mu);
+		for (auto &x : remotes)
+			if (x.lost && x.dirty)
+				x.dirty->mark(r.offset, r.length);
+	}
+	/** A flush() not yet drained, per lane: a replica lost before the drain gets these in
+	 *  its dirty map (under the lane's mutex). */
+	std::unique_ptr<std::vector<range>[]> lane_flushed {
+		new std::vector<range>[ lanes_per_replica ]
+	};
+	std::thread healer;
+	std::condition_variable heal_cv; // with state_mu: a replica lost, or stop
+	bool heal_stop = false;          // under state_mu
+	std::mutex heal_mu;              // one catch-up at a time: the healer's or resync's
+	/** Takes r out of the calls' way (lost, what it misses recorded) without the failure
+	 *  policy's say: a catch-up follows (remote_mu held exclusively). */
+	void fence(remote_replica &r, const std::string &why);
+	void start_healer();
+	void stop_healer() noexcept;
+	void heal_loop();
+	/**
+	 * Brings remote replica r back while the calls go on: reconnects when it has no session
+	 * (re-creating it when gone), compares block checksums when its changes are not all
+	 * known, pushes what changed in rounds, the last one with remote_mu held exclusively so
+	 * nothing changes meanwhile; marked behind while bytes move (client/replica_sync.hpp).
+	 * In sync after; throws otherwise (r stays lost). progress(done, total) per round.
+	 */
+	void catch_up(remote_replica &r,
+	              const std::function<void(std::size_t, std::size_t)> &progress);
+
 	std::vector<replica_status> lost_unreported; // under state_mu
 	std::atomic<bool> any_unreported{false};     // lost_unreported is not empty
 	[[noreturn]] void fail_lost(const char *what, std::size_t index, int err,
@@ -226,8 +280,9 @@ struct replicated_pool::impl {
 	void clear_behind_marks();
 };
 
-template <class Post, class Complete>
-void replicated_pool::impl::remote_all(const char *what, Post &&post, Complete &&complete)
+template <class Post, class Complete, class After>
+void replicated_pool::impl::remote_all(const char *what, Post &&post, Complete &&complete,
+                                       After &&after)
 {
 	const std::size_t n = remotes.size();
 	if (n == 0)
@@ -257,11 +312,16 @@ void replicated_pool::impl::remote_all(const char *what, Post &&post, Complete &
 	};
 	step(post);
 	step(complete);
-	if (failed) {
-		std::vector<std::exception_ptr> e(errors.begin(), errors.begin() + n);
-		std::fill(errors.begin(), errors.end(), nullptr);
-		apply_failures(what, e);
+	if (!failed) {
+		after();
+		return;
 	}
+	std::vector<std::exception_ptr> e(errors.begin(), errors.begin() + n);
+	std::fill(errors.begin(), errors.end(), nullptr);
+	auto thrown = apply_failures(what, e);
+	after();
+	if (thrown)
+		std::rethrow_exception(thrown);
 }
 
 template <class F> void replicated_pool::impl::with_lane(F &&f)

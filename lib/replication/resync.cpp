@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// replicated_pool::resync: brings a lost replica back (a remote one reopened, or re-created with
-// the header it should have) and copies the master into it, marked possibly behind until the
-// copy is complete.
+// Bringing a remote replica back while the calls go on (impl::catch_up: the healer's under
+// failure_policy::degrade, heal.cpp, and replicated_pool::resync's): reopened, or re-created with
+// the header it should have; what it lacks pushed in rounds, marked possibly behind while bytes
+// move (client/replica_sync.hpp), the last round with the calls held.
 #include "replication/replicated_pool_impl.hpp"
 
 #include "client/log.hpp"
@@ -99,54 +100,103 @@ unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::strin
 	}
 }
 
-/**
- * Brings r up to date with the master (client/replica_sync.hpp): the blocks that differ
- * (block checksums), or everything when r was just re-created or its rpmemd cannot checksum.
- * Marked behind while anything is written (an interrupted resync leaves it so); then the mark
- * is cleared unless asynchronous replication keeps it until close.
- */
-void copy_remote(replicated_pool::impl &d, remote_replica &r, std::size_t from, bool created,
-                 bool marked, const progress_fn &progress, const std::string &what)
-{
-	const std::size_t size = d.master->size();
-	auto plan = client::plan_sync(
-	    *r.rp, reinterpret_cast<const std::uint8_t *>(d.master->base()), from, size, created);
-	if (plan.method == "delta")
-		client::log(2, "{}: {} of {} blocks of {} bytes differ: {} bytes to copy", what,
-		            plan.diff.differing_blocks, plan.diff.blocks, plan.diff.block,
-		            plan.bytes());
-	else if (!plan.fallback.empty())
-		client::log(2, "{}: {}: copying the whole master instead", what, plan.fallback);
-	const auto copying = with_behind_mark(r.attr, true);
-	const auto done = with_behind_mark(r.attr, d.may_fall_behind());
-	client::replica_destination dest(*r.rp, &copying, &done);
-	client::apply_sync(dest, plan.ranges, {.found_marked = marked},
-	                   [&](std::uint64_t n, std::uint64_t total) {
-		                   if (progress)
-			                   progress(n, total);
-	                   });
-	if (plan.ranges.empty() && progress)
-		progress(0, 0); // in sync already: nothing to copy
-}
+/** A catch-up round this small or smaller is the last: pushed with the calls held. */
+constexpr std::uint64_t final_round_bytes = 1u << 20;
+/** Rounds after which the last one is taken whatever its size. */
+constexpr int max_rounds = 16;
 
-/** r is in sync again; when no replica is lost any more, asynchronous replication goes on. */
-void mark_back(replicated_pool::impl &d, remote_replica &r)
+/** r is in sync again (remote_mu held exclusively); when no replica is lost any more,
+ *  asynchronous replication goes on. Returns whether none is. */
+bool mark_back(replicated_pool::impl &d, remote_replica &r)
 {
-	{
-		std::lock_guard s(d.state_mu);
-		r.lost = false;
-		r.error.clear();
-		for (std::size_t k = 0; k < d.exports.size(); ++k)
-			if (&d.remotes[k] == &r)
-				d.exports[k]->set_lost(false);
-		if (std::any_of(d.remotes.begin(), d.remotes.end(),
-		                [](const remote_replica &x) { return x.lost; }))
-			return;
-	}
-	d.replication->replicas_back();
+	std::lock_guard s(d.state_mu);
+	r.lost = false;
+	r.compare = false;
+	r.catching_up = false;
+	r.error.clear();
+	d.lost_count.fetch_sub(1, std::memory_order_release);
+	for (std::size_t k = 0; k < d.exports.size(); ++k)
+		if (&d.remotes[k] == &r)
+			d.exports[k]->set_lost(false);
+	return std::none_of(d.remotes.begin(), d.remotes.end(),
+	                    [](const remote_replica &x) { return x.lost; });
 }
 
 } // namespace
+
+void replicated_pool::impl::catch_up(remote_replica &r, const progress_fn &progress)
+{
+	const std::string what = fmt::format("remote replica {} ({})", r.index, where(r));
+	bool created = false, marked = false;
+	{
+		std::unique_lock g(remote_mu); // the report reads r.rp under it
+		drop_session(r);
+	}
+	const unsigned lanes = reconnect(*this, r, what, &created, &marked);
+	auto &dirty = *r.dirty;
+	const auto begin = data_offset();
+	if (created) {
+		dirty.mark(begin, master->size() - begin);
+	} else if (r.compare) {
+		// Changes from before the loss are not known: block checksums find them.
+		auto plan =
+		    client::plan_sync(*r.rp, reinterpret_cast<const std::uint8_t *>(master->base()),
+		                      begin, master->size(), false);
+		client::log(2, "{}: {} bytes differ from the master ({})", what, plan.bytes(),
+		            plan.method == "delta" ? "block checksums compared" : plan.fallback);
+		dirty.mark(plan.ranges);
+	}
+	const auto copying = with_behind_mark(r.attr, true);
+	const auto done = with_behind_mark(r.attr, may_fall_behind());
+	client::replica_destination dest(*r.rp, &copying, &done);
+	std::unique_lock<std::shared_mutex> held(remote_mu, std::defer_lock);
+	std::vector<client::byte_span> taken;
+	int round = 0;
+	std::uint64_t moved = 0;
+	try {
+		client::apply_sync_rounds(
+		    dest,
+		    [&]() -> std::vector<client::byte_span> {
+			    if (held.owns_lock())
+				    return {};
+			    {
+				    std::lock_guard s(state_mu);
+				    if (heal_stop)
+					    throw rpmem::error(ECANCELED, "the pool is closing");
+			    }
+			    taken = dirty.take();
+			    std::uint64_t bytes = 0;
+			    for (const auto &x : taken)
+				    bytes += x.size();
+			    if (bytes <= final_round_bytes || ++round >= max_rounds) {
+				    held.lock(); // the last round: no call changes the pool
+				                 // meanwhile
+				    auto rest = dirty.take();
+				    taken.insert(taken.end(), rest.begin(), rest.end());
+			    }
+			    for (const auto &x : taken)
+				    moved += x.size();
+			    return taken;
+		    },
+		    {.found_marked = marked},
+		    [&](std::uint64_t n, std::uint64_t total) {
+			    if (progress)
+				    progress(n, total);
+		    });
+	} catch (...) {
+		dirty.mark(taken); // may not have landed
+		throw;
+	}
+	if (moved == 0 && progress)
+		progress(0, 0); // in sync already: nothing to copy
+	r.lanes = lanes;
+	count_lanes();
+	const bool all_back = mark_back(*this, r);
+	held.unlock();
+	client::log(1, "{}: in sync again ({} bytes moved in {} round(s))", what, moved, round + 1);
+	if (all_back)
+		replication->replicas_back();
+}
 
 void replicated_pool::resync(std::size_t index, const progress_fn &progress)
 {
@@ -156,42 +206,54 @@ void replicated_pool::resync(std::size_t index, const progress_fn &progress)
 		                   fmt::format("replicated_pool::resync: no replica {}: give "
 		                               "1..{} (0 is the master)",
 		                               index, d.ps.replicas.size() - 1));
-	std::unique_lock g(d.remote_mu); // no remote operation meanwhile
 	for (auto &l : d.locals)
-		if (l.index == index)
+		if (l.index == index) {
+			std::unique_lock g(d.remote_mu); // written by every call: none meanwhile
 			return copy_local(d, l, data_offset(), progress);
-
+		}
 	auto &r = *std::find_if(d.remotes.begin(), d.remotes.end(),
 	                        [&](const remote_replica &x) { return x.index == index; });
-	const std::string what =
-	    fmt::format("replicated_pool::resync: remote replica {} ({})", index, d.where(r));
-	try {
-		drop_session(r);
-		bool created = false, marked = false;
-		const unsigned lanes = reconnect(d, r, what, &created, &marked);
-		try {
-			copy_remote(d, r, data_offset(), created, marked, progress, what);
-		} catch (const rpmem::error &e) {
-			throw rpmem::error(e.errnum(),
-			                   fmt::format("{}: copying the master failed: {}: "
-			                               "call resync({}) again",
-			                               what, e.message(), index));
+	std::lock_guard one(d.heal_mu); // one catch-up at a time: the healer's or this
+	{
+		// Fenced: from here the calls go on without it and record what it misses; it is
+		// marked behind first, so no call is acknowledged without it while it is not.
+		std::unique_lock g(d.remote_mu);
+		if (d.active(r)) {
+			try {
+				const auto behind = with_behind_mark(r.attr, true);
+				r.rp->set_attr(&behind);
+			} catch (const rpmem::error &) {
+				// A replica that cannot be marked is reconnected (and marked)
+				// below.
+			}
 		}
-		r.lanes = lanes;
-		d.count_lanes();
+		d.fence(r, "resync() brings it in line with the master");
+		std::lock_guard s(d.state_mu);
+		r.compare = true; // whatever it was: compared, then every change since
+		r.catching_up = true;
+	}
+	try {
+		d.catch_up(r, progress);
 	} catch (const rpmem::error &e) {
-		// Not in sync, whatever it was before: lost, with this failure as its reason (and
-		// its header still marked behind when the copy had begun).
-		d.mark_lost(r.index, e.message());
 		{
 			std::lock_guard s(d.state_mu);
-			r.error = e.message();
+			r.catching_up = false;
 		}
-		g.unlock();
-		d.notify_lost();
-		throw;
+		// Not in sync: lost, with this failure as its reason (and its header still marked
+		// behind when the copy had begun).
+		const auto why = fmt::format("replicated_pool::resync: remote replica {} ({}): {}: "
+		                             "call resync({}) again",
+		                             index, d.where(r), e.message(), index);
+		{
+			std::lock_guard s(d.state_mu);
+			r.error = why;
+			d.lost_unreported.push_back({r.index, true, d.where(r), false, why});
+			d.lost_unreported.back().state = "lost";
+			d.any_unreported.store(true, std::memory_order_release);
+		}
+		d.notify_lost(); // on_replica_lost hears of it, as of any loss
+		throw rpmem::error(e.errnum(), why);
 	}
-	mark_back(d, r);
 }
 
 } // namespace rpmem

@@ -319,12 +319,13 @@ TEST_CASE("rpmem::pool::export_stats: rpmem::pool and replicated_pool report to 
 		CHECK(sample_value(closed.output, "rpmem_pool_info", "state=\"closed\"") == 1);
 		CHECK(sample_value(closed.output, "rpmem_pool_up", "cpp.set") == 0);
 	}
-	SECTION("replicated_pool, asynchronous: one report per remote replica; a lost one failed")
+	SECTION("replicated_pool, asynchronous: one report per remote replica; a lost one lost")
 	{
 		replicated_setup s(server, 2, {"8M"}, false, "8M");
 		replicated_pool::options o;
 		o.replication = replicated_pool::mode::asynchronous;
 		o.on_failure = replicated_pool::failure_policy::degrade;
+		o.reconnect = false; // resync() brings it back, nothing else
 		auto p = replicated_pool::create(s.path(), s.options(o));
 		scribble(p, 11, 50);
 		p.barrier();
@@ -352,10 +353,10 @@ TEST_CASE("rpmem::pool::export_stats: rpmem::pool and replicated_pool report to 
 		}
 		REQUIRE(!p.replicas()[2].in_sync);
 		auto lost = samples_when([](const std::string &out) {
-			return out.find("state=\"failed\"") != std::string::npos;
+			return out.find("state=\"lost\"") != std::string::npos;
 		});
 		// Both replicas are remote.set on the one sshd: the replica label tells them apart.
-		CHECK(sample_value(lost, "rpmem_pool_info", "replica=\"2\",state=\"failed\"") == 1);
+		CHECK(sample_value(lost, "rpmem_pool_info", "replica=\"2\",state=\"lost\"") == 1);
 		CHECK(sample_value(lost, "rpmem_pool_info", "replica=\"1\",state=\"connected\"") ==
 		      1);
 		CHECK(sample_value(lost, "rpmem_errors_total", "replica=\"2\"") == 1);
@@ -740,6 +741,7 @@ TEST_CASE("replicated_pool asynchronous: a killed writer leaves its replica mark
 
 	replicated_pool::options degrade;
 	degrade.on_failure = replicated_pool::failure_policy::degrade;
+	degrade.reconnect = false; // resync() brings it back, nothing else
 	{
 		auto p = replicated_pool::open(s.path(), s.options(degrade));
 		auto st = p.replicas();
@@ -775,6 +777,7 @@ TEST_CASE("replicated_pool: a resync whose rpmemd dies mid-copy leaves the repli
 	replicated_setup s(server, 1, {"64M"}, false, "64M");
 	replicated_pool::options degrade;
 	degrade.on_failure = replicated_pool::failure_policy::degrade;
+	degrade.reconnect = false; // resync() brings it back, nothing else
 	std::vector<std::size_t> reported;
 	degrade.on_replica_lost = [&](const replicated_pool::replica_status &st) {
 		reported.push_back(st.index);
@@ -942,6 +945,7 @@ TEST_CASE("replicated_pool: a replica's rpmemd killed mid-stream", "[replication
 		std::vector<std::size_t> lost;
 		replicated_pool::options o;
 		o.on_failure = replicated_pool::failure_policy::degrade;
+		o.reconnect = false; // resync() brings it back, nothing else
 		o.on_replica_lost = [&](const replicated_pool::replica_status &st) {
 			lost.push_back(st.index);
 		};
@@ -1057,6 +1061,7 @@ TEST_CASE("replicated_pool: on_replica_lost may call the pool, and the lost repl
 	std::vector<replicated_pool::replica_status> lost;
 	replicated_pool::options o;
 	o.on_failure = replicated_pool::failure_policy::degrade;
+	o.reconnect = false; // resync() brings it back, nothing else
 	// Persisting from the callback deadlocked when it ran under the fan-out's lock.
 	o.on_replica_lost = [&](const replicated_pool::replica_status &st) {
 		lost.push_back(st);
@@ -1097,6 +1102,7 @@ TEST_CASE("replicated_pool: a replica's rpmemd killed while four threads persist
 	std::atomic<std::size_t> reported_index{0};
 	replicated_pool::options o;
 	o.on_failure = replicated_pool::failure_policy::degrade;
+	o.reconnect = false; // resync() brings it back, nothing else
 	o.on_replica_lost = [&](const replicated_pool::replica_status &st) {
 		reported_index = st.index;
 		++reports;
@@ -1162,6 +1168,7 @@ TEST_CASE("replicated_pool opens a pool set whose remote replica is missing in d
 	CHECK_THROWS_AS(replicated_pool::open(s.path(), s.options()), rpmem::error);
 	replicated_pool::options o;
 	o.on_failure = replicated_pool::failure_policy::degrade;
+	o.reconnect = false; // resync() brings it back, nothing else
 	auto p = replicated_pool::open(s.path(), s.options(o));
 	CHECK(!p.replicas()[1].in_sync);
 	p.resync(1); // re-creates it from the master
@@ -1233,4 +1240,161 @@ TEST_CASE("examples 02-05 and rpmem-demo run against the private sshd", "[replic
 		require_equal(master, s.remote_data(0, master.size() + K4), "05: replica 1");
 		require_equal(master, s.remote_data(1, master.size() + K4), "05: replica 2");
 	}
+}
+
+namespace
+{
+
+/** Threads persisting random ranges into slices of their own until stopped; what failed. */
+class writers
+{
+public:
+	writers(replicated_pool &p, unsigned n) : why_(n)
+	{
+		const std::size_t slice = p.data().size() / n;
+		for (unsigned t = 0; t < n; ++t)
+			threads_.emplace_back([&, t, slice] {
+				std::mt19937_64 rng(80 + t);
+				auto mine = p.data().subspan(t * slice, slice);
+				try {
+					while (!stop_) {
+						std::size_t len = 1 + rng() % K4;
+						std::size_t off = rng() % (mine.size() - len);
+						std::memset(mine.data() + off,
+						            static_cast<int>(rng()), len);
+						p.persist(mine.subspan(off, len));
+						++done_;
+					}
+				} catch (const std::exception &e) {
+					why_[t] = e.what();
+				}
+			});
+	}
+	~writers() { stop(); }
+	std::uint64_t done() const { return done_; }
+	/** Waits until n more persists returned (a bound, not a timing). */
+	void more(std::uint64_t n)
+	{
+		const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+		for (auto before = done_.load();
+		     done_ < before + n && std::chrono::steady_clock::now() < give_up;)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	}
+	/** Stops them; the failures they met, empty when none. */
+	std::string stop()
+	{
+		stop_ = true;
+		for (auto &t : threads_)
+			if (t.joinable())
+				t.join();
+		std::string all;
+		for (const auto &w : why_)
+			if (!w.empty())
+				all += w + "\n";
+		return all;
+	}
+
+private:
+	std::atomic<bool> stop_{false};
+	std::atomic<std::uint64_t> done_{0};
+	std::vector<std::string> why_;
+	std::vector<std::thread> threads_;
+};
+
+/** Logins to the replicas' host refused (true) or accepted again. */
+void refuse_logins(sshd &server, bool refuse)
+{
+	const auto keys = server.dir() / "authorized_keys",
+	           off = server.dir() / "authorized_keys.off";
+	if (refuse)
+		fs::rename(keys, off);
+	else
+		fs::rename(off, keys);
+}
+
+/** Waits until replica i's state is `state` (a bound, not a timing). */
+bool wait_state(const replicated_pool &p, std::size_t i, const std::string &state)
+{
+	const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+	while (p.replicas()[i].state != state && std::chrono::steady_clock::now() < give_up)
+		std::this_thread::sleep_for(std::chrono::milliseconds(5));
+	return p.replicas()[i].state == state;
+}
+
+} // namespace
+
+TEST_CASE("replicated_pool, degrade: a lost replica is reconnected and caught up by itself while "
+          "four threads persist, the other in service throughout",
+          "[replication][fault][outage]")
+{
+	sshd server;
+	replicated_setup s(server, 2, {"8M"}, false, "8M");
+	replicated_pool::options o;
+	o.on_failure = replicated_pool::failure_policy::degrade;
+	SECTION("synchronous") {}
+	SECTION("asynchronous")
+	{
+		o.replication = replicated_pool::mode::asynchronous;
+	}
+	auto p = replicated_pool::create(s.path(), s.options(o));
+	{
+		writers w(p, 4);
+		w.more(400);
+		// Gone, and kept away: rpmemd killed, logins refused.
+		refuse_logins(server, true);
+		REQUIRE(run_kill_rpmemd(s.node(0).dir().string()));
+		REQUIRE(wait_state(p, 1, "lost"));
+		w.more(400); // the calls go on without it
+		CHECK(p.replicas()[1].bytes_to_go > 0);
+		CHECK(p.replicas()[2].in_sync);
+		// Back: caught up while the threads keep writing.
+		refuse_logins(server, false);
+		REQUIRE(wait_state(p, 1, "connected"));
+		w.more(400);
+		const auto failed = w.stop();
+		INFO(failed);
+		CHECK(failed.empty());
+	}
+	p.barrier();
+	auto st = p.replicas();
+	CHECK(st[1].in_sync);
+	CHECK(st[1].bytes_to_go == 0);
+	CHECK(st[2].in_sync);
+	auto expect = master_data(p);
+	p.close();
+	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (caught up)");
+	require_equal(expect, s.remote_data(1, expect.size() + K4), "replica 2 (never lost)");
+	// Closed cleanly: neither is left marked, so a strict open takes both.
+	CHECK_NOTHROW(replicated_pool::open(s.path(), s.options()).close());
+}
+
+TEST_CASE("replicated_pool: resync while four threads persist brings the replica in line with "
+          "them, the threads never stopped",
+          "[replication][resync][outage]")
+{
+	sshd server;
+	replicated_setup s(server, 2, {"8M"}, false, "8M");
+	auto p = replicated_pool::create(s.path(), s.options());
+	smear(p, 71); // a replica that differs everywhere, made so behind the pool's back
+	{
+		writers w(p, 4);
+		w.more(200);
+		std::size_t calls = 0;
+		const auto during = w.done();
+		p.resync(1, [&](std::size_t, std::size_t) { ++calls; });
+		CHECK(calls > 0);
+		w.more(200);
+		p.resync(2);
+		w.more(200);
+		const auto failed = w.stop();
+		INFO(failed);
+		CHECK(failed.empty());
+		CHECK(w.done() > during);
+	}
+	CHECK(p.replicas()[1].in_sync);
+	CHECK(p.replicas()[2].in_sync);
+	auto expect = master_data(p);
+	p.close();
+	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (resynced)");
+	require_equal(expect, s.remote_data(1, expect.size() + K4), "replica 2 (resynced)");
 }
