@@ -216,8 +216,8 @@ void check_links(const poolset::poolset &ps, const std::vector<local_part> &part
 		                "sync --from`): finish it with `rpmem sync --from R {}`",
 		                ps.file));
 	if (pmdk::marked_behind(first))
-		rep.notes.push_back("marked possibly behind its master (an asynchronous writer did "
-		                    "not close it cleanly)");
+		rep.notes.push_back("marked possibly behind its master (its writer, which could "
+		                    "leave it behind, did not close it cleanly)");
 	if ((pmdk::load_le(first.feat.incompat) & pmdk::feat_incompat_sds) && first.sds.dirty)
 		rep.notes.push_back("shutdown state dirty: the pool was not closed cleanly; "
 		                    "libpmemobj checks the devices on its next open");

@@ -5,7 +5,8 @@
 // set. Promotion checks every part header (checksum, part links, shared fields), then points
 // both replica links of every header at the replica's own part 0 UUID and reseals the
 // checksum, durably, part by part. The data is not touched. A replica marked possibly behind
-// (feat_compat_rpmem_behind: its asynchronous writer did not close cleanly) is promoted only
+// (feat_compat_rpmem_behind: its writer, which could leave it behind, did not close cleanly) is
+// promoted only
 // with --force.
 #include "master.hpp"
 #include "tool.hpp"
@@ -123,10 +124,11 @@ finding examine(const promote_args &a, const poolset::poolset &ps, const pmdk::p
 	    f.linked_to_self ? " (already itself: a single-replica pool)" : "");
 	if (f.behind && !a.force)
 		throw failure(fmt::format(
-		    "{}: the replica may be behind its master: it was written asynchronously "
-		    "(rpmem::replicated_pool) and its writer did not close the pool cleanly, so "
-		    "it can lack the master's last persists (up to the writer's lag bound). If "
-		    "the master is reachable, resync this replica from it instead; if this is the "
+		    "{}: the replica may be behind its master: its writer could leave it behind "
+		    "(asynchronous replication; or going on without it during an outage: "
+		    "RPMEM_ON_OUTAGE=continue, failure_policy::degrade) and did not close the "
+		    "pool cleanly, so it can lack the master's last persists. If the master is "
+		    "reachable, resync this replica from it instead (`rpmem sync`); if this is the "
 		    "best copy left, promote it with --force",
 		    a.poolset));
 	if (f.behind)

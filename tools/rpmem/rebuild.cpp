@@ -45,8 +45,10 @@ std::unique_ptr<remote_pool> open_source(const poolset::poolset &ps, master &m, 
 	}
 	if (res.was_behind && !a.force)
 		throw failure(fmt::format(
-		    "{}: the replica is marked possibly behind the master (an asynchronous writer "
-		    "or a sync did not finish): it may miss what the master holds; rebuild from "
+		    "{}: the replica is marked possibly behind the master (its writer could leave "
+		    "it "
+		    "behind and did not close it cleanly, or a sync did not finish): it may miss "
+		    "what the master holds; rebuild from "
 		    "it anyway with --force, or from another replica",
 		    replica_name(ps, r)));
 	return pool;

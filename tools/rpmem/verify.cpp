@@ -110,10 +110,11 @@ void print_text(const poolset::poolset &ps, const verify_result &res, std::size_
 {
 	const auto name = replica_name(ps, res.replica);
 	if (res.marked_behind)
-		fmt::print("{}: marked possibly behind the master (an asynchronous writer did not "
-		           "close it cleanly); the comparison below says whether it is; `rpmem "
-		           "sync` clears the mark\n",
-		           name);
+		fmt::print(
+		    "{}: marked possibly behind the master (its writer has it open, or could "
+		    "leave it behind and did not close it cleanly); the comparison below "
+		    "says whether it is; `rpmem sync` clears the mark\n",
+		    name);
 	for (const auto &d : res.header_problems)
 		fmt::print("{}: header: {}\n", name, d);
 	if (res.in_sync()) {
