@@ -10,6 +10,7 @@
 #include "fabric/fabric.hpp"
 #include "fabric/info.hpp"
 #include "fabric/mr.hpp"
+#include "fabric/page_buffer.hpp"
 #include "fabric/waiter.hpp"
 #include "lane/lane_msg.hpp"
 #include "rpmem/error.hpp"
@@ -81,9 +82,9 @@ struct floor_link::impl {
 	std::unique_ptr<fab::endpoint> ep;
 	std::uint8_t *buf = nullptr;
 	std::size_t buf_size = 0;
-	std::size_t cursor = 0; // see place()
-	std::vector<std::uint8_t> msg, replies;
-	std::uint64_t raw = 0;
+	std::size_t cursor = 0;        // see place()
+	fab::page_buffer msg, replies; // registered: whole pages
+	fab::page_buffer raw;          // the 8 bytes an APM-style read lands in
 	std::unique_ptr<fab::memory_region> buf_mr, msg_mr, reply_mr, raw_mr;
 	std::size_t max_msg = 0;
 	bool saw = true;
@@ -284,7 +285,8 @@ floor_link::floor_link(const options &o, const std::string &provider, std::size_
 	d.ep->bind(*d.cq, FI_RECV);
 	d.ep->enable();
 
-	d.buf_size = std::max<std::size_t>(buffer, 4096);
+	d.buf_size = (std::max<std::size_t>(buffer, 4096) + fab::page_size() - 1) /
+	             fab::page_size() * fab::page_size();
 	void *p = mmap(nullptr, d.buf_size, PROT_READ | PROT_WRITE,
 	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (p == MAP_FAILED)
@@ -294,13 +296,16 @@ floor_link::floor_link(const options &o, const std::string &provider, std::size_
 	std::memset(d.buf, 0x5a, d.buf_size);
 	d.buf_mr = std::make_unique<fab::memory_region>(*d.domain, d.buf, d.buf_size,
 	                                                FI_WRITE | FI_READ | FI_SEND);
-	d.msg.assign(rpmem::lane::request_header_size + msg_max, 0x11);
+	d.msg = fab::page_buffer(rpmem::lane::request_header_size + msg_max);
+	std::memset(d.msg.data(), 0x11, d.msg.size());
 	d.msg_mr =
 	    std::make_unique<fab::memory_region>(*d.domain, d.msg.data(), d.msg.size(), FI_SEND);
-	d.replies.assign(reply_slots * fp::reply_size, 0);
+	d.replies = fab::page_buffer(reply_slots * fp::reply_size);
 	d.reply_mr = std::make_unique<fab::memory_region>(*d.domain, d.replies.data(),
 	                                                  d.replies.size(), FI_RECV);
-	d.raw_mr = std::make_unique<fab::memory_region>(*d.domain, &d.raw, sizeof(d.raw), FI_READ);
+	d.raw = fab::page_buffer(sizeof(std::uint64_t));
+	d.raw_mr =
+	    std::make_unique<fab::memory_region>(*d.domain, d.raw.data(), d.raw.size(), FI_READ);
 
 	d.ep->connect(d.peer.secret);
 	for (;;) {
@@ -357,8 +362,8 @@ double floor_link::write_read(std::size_t size)
 	++d.pending_reads;
 	fab::rma_target src{d.peer.raddr + at + size - std::min<std::size_t>(size, 8), d.peer.rkey};
 	d.post([&] {
-		return d.ep->readmsg(&d.raw, std::min<std::size_t>(size, 8), d.raw_mr->desc(), src,
-		                     &d.read_ctx, FI_COMPLETION);
+		return d.ep->readmsg(d.raw.data(), std::min<std::size_t>(size, 8), d.raw_mr->desc(),
+		                     src, &d.read_ctx, FI_COMPLETION);
 	});
 	d.wait(d.pending_reads);
 	return us_since(start);

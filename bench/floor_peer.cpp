@@ -12,6 +12,7 @@
 #include "fabric/fabric.hpp"
 #include "fabric/info.hpp"
 #include "fabric/mr.hpp"
+#include "fabric/page_buffer.hpp"
 #include "fabric/passive_endpoint.hpp"
 #include "fabric/waiter.hpp"
 #include "rpmem/error.hpp"
@@ -80,10 +81,10 @@ int serve(const peer_options &o)
 	fab::eq eq(domain);
 	fab::passive_endpoint pep(domain, fi);
 	pep.bind(eq);
-	std::vector<std::uint8_t> buffer(o.buffer, 0);
+	fab::page_buffer buffer(o.buffer); // registered: whole pages
 	fab::memory_region buf_mr(domain, buffer.data(), buffer.size(),
 	                          FI_REMOTE_READ | FI_REMOTE_WRITE);
-	std::vector<std::uint8_t> msgs(std::size_t(o.depth) * o.msg_max);
+	fab::page_buffer msgs(std::size_t(o.depth) * o.msg_max);
 	fab::memory_region msg_mr(domain, msgs.data(), msgs.size(), FI_RECV);
 	fab::cq_waiter waiter(o.wait);
 	fab::cq cq(domain, fab::cq_options{std::size_t(o.depth) * 2 + 16, waiter.needs()});

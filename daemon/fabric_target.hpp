@@ -14,6 +14,7 @@
 #include "fabric/fabric.hpp"
 #include "fabric/info.hpp"
 #include "fabric/mr.hpp"
+#include "fabric/page_buffer.hpp"
 #include "fabric/passive_endpoint.hpp"
 #include "fabric/waiter.hpp"
 #include "target_plan.hpp"
@@ -89,20 +90,29 @@ private:
 
 	/** Accepts a connection only with the session's secret and an unused endpoint index. */
 	void on_connreq(fab::eq_event &ev);
+	/** Stops listening: every connection the session announced is up. */
+	void close_listener();
 
 	// The workers (target_worker.cpp).
 	std::uint8_t *slot_buffer(const connection &c, std::uint32_t slot);
-	void post_recv(fab::endpoint &ep, connection &c, std::uint32_t slot);
+	/** Posts with op until the provider takes it (true), driving progress on the
+	 *  connection's CQ while its queue is full; false once the target stops, or when the
+	 *  provider refused for stall_timeout (then the connection has failed, logged once). */
+	template <class Post> bool post_bounded(connection &c, Post &&op, const char *what);
+	bool post_recv(fab::endpoint &ep, connection &c, std::uint32_t slot);
 	void worker_loop(unsigned w);
 	void on_cq_error(const fab::cq_error &e);
 	void serve(const fab::cq_entry &entry);
 
 	persist_region &region_;
 	rpmem::fabric::wait_mode wait_;
+	std::chrono::milliseconds stall_timeout_;
 	std::uint32_t nlanes_ = 0;
 	std::uint32_t nendpoints_ = 0;
 	unsigned nworkers_ = 0;
 	std::uint32_t queue_depth_ = 0;
+	rpmem::fabric::endpoint_sizes endpoint_sizes_; // each connection's tx and rx depths
+	std::size_t cq_size_ = 0;
 	std::uint32_t inline_max_ = 0;
 	std::size_t slot_size_ = 0;
 	lane_limits limits_;
@@ -114,7 +124,7 @@ private:
 	std::unique_ptr<fab::passive_endpoint> pep_;
 	std::unique_ptr<fab::memory_region> pool_mr_;
 	std::vector<std::unique_ptr<fab::cq>> cqs_;
-	std::vector<std::uint8_t> buffers_;
+	fab::page_buffer buffers_; // receive slots: whole pages (page_buffer.hpp: fork safety)
 	std::unique_ptr<fab::memory_region> recv_mr_;
 	std::vector<std::unique_ptr<connection>> conns_;
 	// Used by the accept thread only.

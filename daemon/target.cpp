@@ -6,6 +6,7 @@
 
 #include "log.hpp"
 
+#include "fabric/pinning.hpp"
 #include "lane/lane_msg.hpp"
 #include "rpmem/error.hpp"
 
@@ -114,7 +115,8 @@ unsigned thread_count()
 
 } // namespace
 
-fabric_target::fabric_target(const target_params &p) : region_(*p.region), wait_(p.wait)
+fabric_target::fabric_target(const target_params &p)
+    : region_(*p.region), wait_(p.wait), stall_timeout_(p.stall_timeout)
 {
 	nlanes_ = std::clamp<std::uint32_t>(p.nlanes, 1, max_lanes);
 	listen(p);
@@ -162,14 +164,25 @@ target_plan fabric_target::size(const target_params &p, ctl::persist_method meth
 	in.nthreads = p.nthreads;
 	in.ep_cnt = g.ep_cnt;
 	in.cq_cnt = g.cq_cnt;
-	in.posted_recv_limit = g.posted_recv_limit();
 	in.threads_running = thread_count();
 	// The client's rule (granted::announce_writes_pays), on the same provider: only then do
 	// APM's and commit's writes bring completions too.
 	in.announced_writes =
 	    (method == ctl::persist_method::commit || method == ctl::persist_method::apm) &&
 	    g.announce_writes_pays();
-	const target_plan plan = plan_target(in);
+	target_plan plan = plan_target(in);
+	// Ask the provider for the queue depths the plan needs and size for what it grants
+	// (queue_sizing.hpp); fewer receives than asked lower the queue depth.
+	fab::request req;
+	req.provider = g.provider;
+	req.mr = p.mr_mode;
+	req.tx_size = plan.asked.tx_size;
+	req.rx_size = plan.asked.rx_size;
+	const auto sized = fab::info::for_listen(p.address, req).granted();
+	in.granted = {sized.tx_size, sized.rx_size};
+	in.posted_recv_limit = sized.posted_recv_limit();
+	plan = plan_target(in);
+	endpoint_sizes_ = plan.sizes;
 	nendpoints_ = plan.endpoints;
 	nworkers_ = plan.workers;
 	queue_depth_ = plan.queue_depth;
@@ -180,12 +193,25 @@ target_plan fabric_target::size(const target_params &p, ctl::persist_method meth
  *  connection slots and the session secret. */
 void fabric_target::allocate(const target_plan &plan)
 {
+	const auto pins = fab::current_pin_limits(domain_->provider());
+	if (auto why = fab::pinning_refusal(pins, region_.size(),
+	                                    fmt::format("the {}-byte pool", region_.size())))
+		throw rpmem::error(ENOMEM, *why);
+	// Pinning takes time in proportion (seconds per tens of GiB), and the client's create or
+	// open waits for it: say how long it took.
+	const auto begin = std::chrono::steady_clock::now();
 	pool_mr_ = std::make_unique<fab::memory_region>(*domain_, region_.base(), region_.size(),
 	                                                FI_REMOTE_READ | FI_REMOTE_WRITE);
+	if (pins.provider_pins && !pins.on_demand)
+		log_info("registered (pinned) the {}-byte pool in {} ms", region_.size(),
+		         std::chrono::duration_cast<std::chrono::milliseconds>(
+		             std::chrono::steady_clock::now() - begin)
+		             .count());
+	cq_size_ = plan.cq_size;
 	for (unsigned w = 0; w < nworkers_; ++w)
 		cqs_.push_back(std::make_unique<fab::cq>(
 		    *domain_, fab::cq_options{plan.cq_size, fab::cq_waiter(wait_).needs()}));
-	buffers_.resize(std::size_t(nendpoints_) * queue_depth_ * slot_size_);
+	buffers_ = fab::page_buffer(std::size_t(nendpoints_) * queue_depth_ * slot_size_);
 	recv_mr_ = std::make_unique<fab::memory_region>(*domain_, buffers_.data(), buffers_.size(),
 	                                                FI_RECV);
 	for (std::uint32_t i = 0; i < nendpoints_; ++i) {
@@ -221,10 +247,12 @@ void fabric_target::announce(const target_params &p, ctl::persist_method method)
 	params_.inline_max = inline_max_;
 	params_.queue_depth = queue_depth_;
 	params_.method = method;
-	log_info("fabric target on {}:{}: {}; {} lanes, {} connections, queue depth {}, "
-	         "{} workers ({} waits); {} threads before starting them",
-	         p.address, name.port, g.describe(), nlanes_, nendpoints_, queue_depth_, nworkers_,
-	         rpmem::fabric::to_string(wait_), thread_count());
+	log_info("fabric target on {}:{}: {}; {} lanes, {} connections, queue depth {} (tx {} "
+	         "rx {} each), {} workers ({} waits, CQs of {}); {} threads before starting "
+	         "them",
+	         p.address, name.port, g.describe(), nlanes_, nendpoints_, queue_depth_,
+	         endpoint_sizes_.tx_size, endpoint_sizes_.rx_size, nworkers_,
+	         rpmem::fabric::to_string(wait_), cq_size_, thread_count());
 }
 
 void fabric_target::start_threads()
@@ -343,8 +371,9 @@ void fabric_target::handle_event(fab::eq_event &ev)
 			if (++nconnected_ == nendpoints_) {
 				all_connected_ = true;
 				last_activity_ = now_ns();
-				log_info("all {} fabric connections established; {} "
-				         "threads",
+				close_listener();
+				log_info("all {} fabric connections established, the listener "
+				         "closed; {} threads",
 				         nendpoints_, thread_count());
 			}
 		}
@@ -361,9 +390,25 @@ void fabric_target::handle_event(fab::eq_event &ev)
 	}
 }
 
+/** Nothing more can connect once every connection is up: the port stops listening (a connection
+ *  attempt is refused by the kernel) and the guard has nothing left to watch. On verbs this is
+ *  what bounds unauthenticated attempts: rdma_cm has no socket for the guard, and libfabric 1.17
+ *  leaks an rdma_cm id per request it rejects (verbs_cm.c, fixed in 1.21). */
+void fabric_target::close_listener()
+{
+	pep_.reset();
+	guard_.reset();
+}
+
 /** Accepts a connection only with the session's secret and an unused endpoint index. */
 void fabric_target::on_connreq(fab::eq_event &ev)
 {
+	if (!pep_) {
+		// Queued before the listener closed: every connection is up, nothing to accept.
+		log_warn("a fabric connection request arrived after every connection was up: "
+		         "ignored");
+		return;
+	}
 	std::string why;
 	// Some transports pad private data (RDMA CM): only the first bytes are ours.
 	auto cd = rpmem::lane::decode_conn_data(std::span<const std::uint8_t>(ev.data).first(
@@ -398,6 +443,9 @@ void fabric_target::on_connreq(fab::eq_event &ev)
 	}
 	auto &c = *conns_[cd->endpoint];
 	try {
+		// The depths the completion queues were sized for (size()), not the listener's.
+		ev.conn_info->tx_attr->size = endpoint_sizes_.tx_size;
+		ev.conn_info->rx_attr->size = endpoint_sizes_.rx_size;
 		c.ep = std::make_unique<fab::endpoint>(*domain_, ev.conn_info);
 		c.ep->bind(*eq_);
 		// Responses are injected (no completion); receives complete as usual.
@@ -409,7 +457,8 @@ void fabric_target::on_connreq(fab::eq_event &ev)
 		for (std::uint32_t i = 0; i < queue_depth_; ++i) {
 			c.slots[i].conn = &c;
 			c.slots[i].index = i;
-			post_recv(*c.ep, c, i);
+			if (!post_recv(*c.ep, c, i))
+				throw rpmem::error(EAGAIN, "the provider took no more receives");
 		}
 		c.ep->accept({});
 	} catch (const rpmem::error &e) {

@@ -34,6 +34,9 @@ struct target_params {
 	// A connection to the fabric port that sent no connection request within this is closed
 	// (daemon/port_guard.hpp).
 	std::chrono::milliseconds auth_timeout{1000};
+	// A receive or response the provider refuses this long (FI_EAGAIN: the client takes
+	// nothing) fails the target; the session's heartbeat usually ends it sooner.
+	std::chrono::milliseconds stall_timeout{60000};
 };
 
 /** Lane requests a target served: how many, how many refused (bad range, unknown lane...),

@@ -32,12 +32,17 @@ target_plan plan_target(const target_plan_input &in)
 		const unsigned used = in.threads_running + 1; // + the accept thread
 		p.workers = std::clamp<unsigned>(budget > used ? budget - used : 1, 1, p.workers);
 	}
-	// Requests, and with commit or APM the writes' remote CQ data too (clients keep up to 16
-	// commit writes in flight per lane; APM's writes between two drains are not bounded, and
-	// what exceeds the CQ waits in the provider's overflow list until the worker reads it).
-	p.cq_size = std::size_t(p.queue_depth) * p.endpoints * 2;
-	if (in.announced_writes)
-		p.cq_size += std::size_t(p.per_conn) * 16 * p.endpoints;
+	// Each endpoint: a receive per request, an injected response per request; and with
+	// commit or APM the writes' remote CQ data too (clients keep up to 16 commit writes in
+	// flight per lane; APM's writes between two drains are not bounded, and what exceeds the CQ
+	// waits in the provider's overflow list until the worker reads it).
+	p.demand.endpoints = (p.endpoints + p.workers - 1) / p.workers;
+	p.demand.receives = p.queue_depth;
+	p.demand.transmits = p.queue_depth;
+	p.demand.remote_events = in.announced_writes ? std::size_t(p.per_conn) * 16 : 0;
+	p.asked = rpmem::fabric::ask_sizes(p.demand);
+	p.sizes = in.granted.tx_size && in.granted.rx_size ? in.granted : p.asked;
+	p.cq_size = rpmem::fabric::cq_entries(p.demand, p.sizes);
 	return p;
 }
 

@@ -5,6 +5,8 @@
 // libfabric (tests/unit/target_plan_test.cpp).
 #pragma once
 
+#include "fabric/queue_sizing.hpp"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -26,6 +28,9 @@ struct target_plan_input {
 	std::uint32_t posted_recv_limit = UINT32_MAX; // receives an endpoint may have posted
 	unsigned threads_running = 1;  // the process's threads before the workers start
 	bool announced_writes = false; // APM or commit: writes bring remote CQ data too
+	// The queue depths the provider granted for plan().asked (0: not asked yet): the
+	// completion queues are sized for these.
+	rpmem::fabric::endpoint_sizes granted;
 };
 
 struct target_plan {
@@ -34,7 +39,11 @@ struct target_plan {
 	unsigned workers = 0;          // worker threads, one completion queue each
 	std::uint32_t per_conn = 0;    // lanes per connection (rounded up)
 	std::uint32_t queue_depth = 0; // requests in flight per connection
-	std::size_t cq_size = 0;       // entries of each completion queue
+	// Endpoints of the busiest worker, and what each keeps in flight (queue_sizing.hpp).
+	rpmem::fabric::queue_demand demand;
+	rpmem::fabric::endpoint_sizes asked; // each endpoint's queue depths to ask for
+	rpmem::fabric::endpoint_sizes sizes; // granted, else asked: what the CQs are sized for
+	std::size_t cq_size = 0;             // entries of each completion queue
 };
 
 /**
@@ -44,7 +53,9 @@ struct target_plan {
  * max_endpoints and never more than lanes; one worker per core (or --nthreads), within a
  * thread budget of 2 x cores + 4 for the whole daemon (providers with progress threads of their
  * own, like sockets, leave fewer for workers); room for pipeline_depth requests per lane when
- * the queue allows it; and what the provider grants bounds all of it.
+ * the queue allows it; and what the provider grants bounds all of it. Each endpoint asks for
+ * a response (inject) per request and room for the requests' receives; each completion queue
+ * holds every slot of every endpoint its worker serves (queue_sizing.hpp: verbs' credits).
  */
 target_plan plan_target(const target_plan_input &in);
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <optional>
 
 namespace rpmemd::fabric_detail
 {
@@ -24,11 +25,44 @@ std::uint8_t *fabric_target::slot_buffer(const connection &c, std::uint32_t slot
 	return buffers_.data() + (std::size_t(c.index) * queue_depth_ + slot) * slot_size_;
 }
 
-void fabric_target::post_recv(fab::endpoint &ep, connection &c, std::uint32_t slot)
+template <class Post> bool fabric_target::post_bounded(connection &c, Post &&op, const char *what)
 {
-	while (ep.recv(slot_buffer(c, slot), slot_size_, recv_mr_->desc(), &c.slots[slot]) ==
-	       fab::post_status::again)
+	auto &cq = *cqs_[c.worker];
+	std::optional<std::chrono::steady_clock::time_point> since;
+	while (op() == fab::post_status::again) {
+		// The queue is full: drive the provider (tcp moves data only inside its calls;
+		// verbs returns a transmit credit when it reads the completion) and retry, for as
+		// long as the session lasts and the provider takes something within stall_timeout.
+		const auto now = std::chrono::steady_clock::now();
+		if (!since)
+			since = now;
+		if (stop_.load(std::memory_order_relaxed))
+			return false;
+		if (now - *since > stall_timeout_) {
+			if (!c.closed.exchange(true))
+				log_err(
+				    "connection {}: the provider refused {} (FI_EAGAIN: its queue "
+				    "full) for {} ms: the client takes nothing; closing the "
+				    "session's fabric target",
+				    c.index, what, stall_timeout_.count());
+			failed_ = true;
+			return false;
+		}
+		cq.progress();
 		std::this_thread::yield();
+	}
+	return true;
+}
+
+bool fabric_target::post_recv(fab::endpoint &ep, connection &c, std::uint32_t slot)
+{
+	return post_bounded(
+	    c,
+	    [&] {
+		    return ep.recv(slot_buffer(c, slot), slot_size_, recv_mr_->desc(),
+		                   &c.slots[slot]);
+	    },
+	    "a receive");
 }
 
 void fabric_target::worker_loop(unsigned w)
@@ -117,14 +151,16 @@ void fabric_target::serve(const fab::cq_entry &entry)
 	if (err)
 		log_warn("connection {}: lane {} request refused: {} (offset {}, length {})",
 		         c.index, req.lane, std::strerror(err), req.offset, req.length);
-	// Re-post before answering: the client may send again as soon as it sees the reply.
-	post_recv(*ep, c, slot->index);
 	std::uint8_t resp[rpmem::lane::response_size];
 	rpmem::lane::encode(
 	    rpmem::lane::response{req.lane, static_cast<std::uint32_t>(err), req.cookie}, resp);
 	try {
-		while (ep->inject(resp, sizeof(resp)) == fab::post_status::again)
-			std::this_thread::yield();
+		// Re-post before answering: the client may send again as soon as it sees the
+		// reply.
+		if (!post_recv(*ep, c, slot->index))
+			return;
+		post_bounded(
+		    c, [&] { return ep->inject(resp, sizeof(resp)); }, "a response");
 	} catch (const rpmem::error &e) {
 		log_err("connection {}: sending a response failed: {}", c.index, e.message());
 		failed_ = true;

@@ -2,6 +2,7 @@
 #include "client/connection.hpp"
 
 #include "client/lane_map.hpp"
+#include "client/log.hpp"
 #include "lane/lane_msg.hpp"
 #include "rpmem/error.hpp"
 
@@ -94,6 +95,17 @@ std::string liveness::timeout_reason(bool capped) const
 	                            op_timeout.count());
 }
 
+bool liveness::expired(std::chrono::steady_clock::time_point &alive,
+                       std::chrono::steady_clock::time_point progressed,
+                       std::chrono::steady_clock::time_point now) const
+{
+	if (now - alive <= op_timeout)
+		return false;
+	if (heard && now - progressed <= cap())
+		alive = std::max(alive, heard());
+	return now - alive > op_timeout;
+}
+
 connection::connection(const fab::fabric_domain &domain, const fab::info &fi, const fab::eq &eq,
                        const connection_params &p, path_health &health, shutdown_watch &watch,
                        const liveness &live, std::span<lane_sync *const> lanes,
@@ -175,6 +187,8 @@ void connection::on_error(const fab::cq_error &e)
 	auto *ctx = static_cast<op_context *>(e.op_context);
 	int err = connection_lost(e.err) || !ctx ? ECONNRESET : EIO;
 	if (ctx && ctx->kind == ctx_kind::lane_op && err == EIO) {
+		log(2, "{}: fabric connection {}: lane {}: completion error: {}", params_.host,
+		    params_.index, ctx->index, e.text);
 		lanes_[ctx->index]->err = EIO;
 		lanes_[ctx->index]->outstanding.fetch_sub(1);
 		return;
@@ -182,6 +196,9 @@ void connection::on_error(const fab::cq_error &e)
 	// Anything else (a receive for rpmemd's responses, a lost unsignalled write): nothing
 	// after it can be trusted, so the connection is lost, whatever the provider called the
 	// error (sockets reports a peer's death on a posted receive as EIO): ECONNRESET.
+	if (!health_.broken())
+		log(2, "{}: fabric connection {}: completion error: {}", params_.host,
+		    params_.index, e.text);
 	health_.fail(ECONNRESET, e.text);
 }
 
@@ -252,11 +269,7 @@ void connection::wait(lane_sync &l, std::uint32_t until)
 					left = o;
 					alive = progressed = now;
 				}
-				if (o <= until || now - alive <= live_.op_timeout)
-					continue;
-				if (live_.heard && now - progressed <= live_.cap())
-					alive = std::max(alive, live_.heard());
-				if (now - alive <= live_.op_timeout)
+				if (o <= until || !live_.expired(alive, progressed, now))
 					continue;
 				health_.fail(ETIMEDOUT,
 				             live_.timeout_reason(now - progressed > live_.cap()));
@@ -268,6 +281,23 @@ void connection::wait(lane_sync &l, std::uint32_t until)
 		throw rpmem::error(static_cast<int>(err),
 		                   fmt::format("{}: rpmemd refused the request: {}", params_.host,
 		                               std::strerror(static_cast<int>(err))));
+}
+
+void connection::refused(std::optional<refusal> &r)
+{
+	const auto now = std::chrono::steady_clock::now();
+	const auto seen = events_.load(std::memory_order_acquire);
+	if (!r || r->events != seen) {
+		r = refusal{seen, now, now}; // first refusal, or something completed since
+		return;
+	}
+	if (!live_.expired(r->alive, r->progressed, now))
+		return;
+	health_.fail(ETIMEDOUT,
+	             fmt::format("the provider refused to take an operation on connection {} "
+	                         "(FI_EAGAIN: its queue full) while nothing completed: {}",
+	                         params_.index,
+	                         live_.timeout_reason(now - r->progressed > live_.cap())));
 }
 
 void connection::take_credit()

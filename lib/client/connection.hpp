@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -101,6 +102,18 @@ struct liveness {
 	/** Keep-alive answers alone stretch a wait this far at most. */
 	std::chrono::milliseconds cap() const { return op_timeout * 12; }
 	std::string timeout_reason(bool capped) const;
+
+	/** A wait whose last sign of life was `alive` (its own progress: `progressed`): whether it
+	 * has lasted too long at `now`. Consults heard(), moving `alive` forward. */
+	bool expired(std::chrono::steady_clock::time_point &alive,
+	             std::chrono::steady_clock::time_point progressed,
+	             std::chrono::steady_clock::time_point now) const;
+};
+
+/** A post the provider refuses (FI_EAGAIN): since when, and what completed meanwhile. */
+struct refusal {
+	std::uint32_t events = 0; // connection::events_ when the refusals began
+	std::chrono::steady_clock::time_point alive, progressed;
 };
 
 struct connection_params {
@@ -132,7 +145,9 @@ public:
 	void post_receives();
 
 	/** Posts with `op` (a call returning fabric::post_status), driving progress while the
-	 * queue is full. Throws the path's failure. */
+	 * queue is full, as long as the wait for a completion may last (liveness): a queue that
+	 * stays full while nothing completes (rpmemd stopped, the link down) fails the path with
+	 * ETIMEDOUT. Throws the path's failure. */
 	template <class Post> void post(Post &&op);
 	/** Takes one of rpmemd's request slots, waiting for a response to free one. */
 	void take_credit();
@@ -159,6 +174,8 @@ public:
 
 private:
 	void progress(bool block, const lane_sync *mine);
+	/** Counts one more refusal of a post; fails the path when they lasted too long. */
+	void refused(std::optional<refusal> &r);
 	void dispatch(const fabric::cq_entry &e);
 	void on_error(const fabric::cq_error &e);
 	void repost(std::uint32_t slot);
@@ -184,6 +201,7 @@ private:
 
 template <class Post> void connection::post(Post &&op)
 {
+	std::optional<refusal> stalled;
 	for (;;) {
 		check_broken();
 		fabric::post_status st;
@@ -199,6 +217,7 @@ template <class Post> void connection::post(Post &&op)
 		if (st == fabric::post_status::posted)
 			return;
 		// The queue is full: reap completions (ours or anyone's) and retry.
+		refused(stalled);
 		if (cq_mutex_.try_lock()) {
 			std::lock_guard lock(cq_mutex_, std::adopt_lock);
 			progress(false, nullptr);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <vector>
 
 namespace rpmem::client
@@ -192,10 +193,18 @@ void data_path::read(void *buf, std::uint64_t offset, std::uint64_t length, unsi
 	} else if (p >= d.pool && p + length <= d.pool + d.pool_size) {
 		d.method->read(l, buf, {offset, length}, d.res.pool_desc, true);
 	} else {
-		// The provider needs a local descriptor: register the caller's buffer for this
-		// read (rpmem_read is rare: pool recovery, pmempool sync).
-		fab::memory_region mr(*d.domain, buf, length, FI_READ);
-		d.method->read(l, buf, {offset, length}, mr.desc(), true);
+		// The provider needs a local descriptor: read through whole pages registered for
+		// this read (rpmem_read is rare: pool recovery, pmempool sync). The caller's buffer
+		// is not registered: it shares its pages with whatever else the heap put there.
+		constexpr std::uint64_t bounce_max = 4 << 20;
+		fab::page_buffer bounce(std::min(length, bounce_max));
+		fab::memory_region mr(*d.domain, bounce.data(), bounce.size(), FI_READ);
+		for (std::uint64_t done = 0; done < length;) {
+			const auto n = std::min<std::uint64_t>(length - done, bounce.size());
+			d.method->read(l, bounce.data(), {offset + done, n}, mr.desc(), true);
+			std::memcpy(p + done, bounce.data(), n);
+			done += n;
+		}
 	}
 	lane_counters::bump(l.counters.reads);
 	lane_counters::bump(l.counters.bytes_read, length);

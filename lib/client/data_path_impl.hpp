@@ -13,6 +13,8 @@
 #include "fabric/fabric.hpp"
 #include "fabric/info.hpp"
 #include "fabric/mr.hpp"
+#include "fabric/page_buffer.hpp"
+#include "fabric/queue_sizing.hpp"
 
 #include <atomic>
 #include <memory>
@@ -29,6 +31,7 @@ struct data_path::impl {
 	     std::uint32_t nlanes, const settings &s);
 	~impl() { shutdown(); }
 
+	fab::queue_demand queue_demand(std::uint32_t depth) const;
 	void open_domain();
 	void register_buffers();
 	void make_connections();
@@ -67,6 +70,8 @@ struct data_path::impl {
 	// queue depth, lowered to what this side's provider takes (granted::posted_recv_limit).
 	std::uint32_t queue_depth = 0;
 	std::uint32_t lanes_per_conn = 0;
+	// Each endpoint's queue depths as granted: its completion queue holds them all.
+	fab::endpoint_sizes sizes;
 	// Lane 0 gets a second request slot (drain_ahead) where rpmemd takes a request more than
 	// one per lane: receives beyond the lanes' (queue depth above them), or credits that
 	// bound every send.
@@ -81,10 +86,11 @@ struct data_path::impl {
 	std::vector<std::unique_ptr<connection>> conns;
 	std::vector<lane_state> lanes;
 	std::vector<lane_sync *> syncs;
-	std::vector<std::uint8_t> msg_buf;
-	std::vector<std::uint8_t> chunk_buf;
-	std::vector<std::uint64_t> raw_buf;
-	std::vector<std::uint8_t> resp_buf;
+	// Registered: whole pages of their own (page_buffer.hpp: fork safety).
+	fab::page_buffer msg_buf;
+	fab::page_buffer chunk_buf;
+	fab::page_buffer raw_buf; // one std::uint64_t per lane
+	fab::page_buffer resp_buf;
 	std::unique_ptr<fab::memory_region> pool_mr, msg_mr, raw_mr, resp_mr, chunk_mr;
 	// A second registered region ranges may be sent from (register_source).
 	std::unique_ptr<fab::memory_region> src_mr;

@@ -8,6 +8,7 @@
 #include "client/lane_map.hpp"
 #include "client/log.hpp"
 #include "fabric/library.hpp"
+#include "fabric/pinning.hpp"
 #include "lane/lane_msg.hpp"
 #include "rpmem/error.hpp"
 
@@ -44,9 +45,13 @@ data_path::impl::impl(const control::fabric_params &f, const std::string &h, voi
 
 void data_path::impl::open_domain()
 {
+	lanes_per_conn = busiest_connection(nlanes, fabric.nendpoints);
 	fab::request req;
 	req.provider = fabric.provider;
 	req.mr = cfg.mr_mode;
+	const auto asked = fab::ask_sizes(queue_demand(fabric.queue_depth));
+	req.tx_size = asked.tx_size;
+	req.rx_size = asked.rx_size;
 	// A libfabric that cannot be loaded is its own error (ELIBACC, what to install), not a
 	// provider that cannot reach rpmemd.
 	fab::library::load();
@@ -73,7 +78,7 @@ void data_path::impl::open_domain()
 		inline_threshold =
 		    std::min<std::uint64_t>(max_inline, static_cast<std::uint64_t>(cfg.inline_max));
 	slot_size = (ln::request_header_size + payload_max + 63) / 64 * 64;
-	lanes_per_conn = busiest_connection(nlanes, fabric.nendpoints);
+	sizes = {g.tx_size, g.rx_size};
 
 	res.max_msg = std::max<std::size_t>(g.max_msg_size, 4096);
 	res.send_after_write = g.send_after_write();
@@ -90,23 +95,42 @@ void data_path::impl::open_domain()
 	watch = std::make_unique<shutdown_watch>(*eq, health);
 }
 
+/**
+ * What one connection keeps in flight with `depth` requests: a receive per response; a send
+ * per request, a write beside each (a large GPSPM range) and the lanes' commit writes. APM's
+ * writes between drains are not bounded: beyond these a post waits for completions (post()).
+ */
+fab::queue_demand data_path::impl::queue_demand(std::uint32_t depth) const
+{
+	fab::queue_demand d;
+	d.endpoints = 1;
+	d.receives = depth;
+	d.transmits = 2 * std::size_t(depth) +
+	              std::size_t(lanes_per_conn) * max_writes_in_flight(fabric.method);
+	return d;
+}
+
 void data_path::impl::register_buffers()
 {
+	if (auto why = fab::pinning_refusal(fab::current_pin_limits(domain->provider()), pool_size,
+	                                    fmt::format("the {}-byte pool", pool_size)))
+		throw rpmem::error(ENOMEM, fmt::format("{}: {}", host, *why));
 	pool_mr = std::make_unique<fab::memory_region>(*domain, pool, pool_size,
 	                                               FI_WRITE | FI_READ | FI_SEND);
 	lane0_spare = queue_depth != lanes_per_conn;
-	msg_buf.assign((std::size_t(nlanes) + (lane0_spare ? 1 : 0)) * slot_size, 0);
+	msg_buf = fab::page_buffer((std::size_t(nlanes) + (lane0_spare ? 1 : 0)) * slot_size);
 	msg_mr =
 	    std::make_unique<fab::memory_region>(*domain, msg_buf.data(), msg_buf.size(), FI_SEND);
-	raw_buf.assign(nlanes, 0);
-	raw_mr = std::make_unique<fab::memory_region>(
-	    *domain, raw_buf.data(), raw_buf.size() * sizeof(std::uint64_t), FI_READ);
-	resp_buf.assign(std::size_t(fabric.nendpoints) * queue_depth * ln::response_size, 0);
+	raw_buf = fab::page_buffer(std::size_t(nlanes) * sizeof(std::uint64_t));
+	raw_mr =
+	    std::make_unique<fab::memory_region>(*domain, raw_buf.data(), raw_buf.size(), FI_READ);
+	resp_buf =
+	    fab::page_buffer(std::size_t(fabric.nendpoints) * queue_depth * ln::response_size);
 	resp_mr = std::make_unique<fab::memory_region>(*domain, resp_buf.data(), resp_buf.size(),
 	                                               FI_RECV);
 	if (res.pipeline > 1) {
-		chunk_buf.assign(
-		    std::size_t(nlanes) * (res.pipeline - 1) * path_resources::chunk_slot, 0);
+		chunk_buf = fab::page_buffer(std::size_t(nlanes) * (res.pipeline - 1) *
+		                             path_resources::chunk_slot);
 		chunk_mr = std::make_unique<fab::memory_region>(*domain, chunk_buf.data(),
 		                                                chunk_buf.size(), FI_SEND);
 	}
@@ -127,8 +151,7 @@ void data_path::impl::make_connections()
 		p.index = i;
 		p.host = host;
 		p.queue_depth = queue_depth;
-		p.cq_size = std::size_t(queue_depth) * 4 + 64 +
-		            std::size_t(lanes_per_conn) * max_writes_in_flight(fabric.method);
+		p.cq_size = fab::cq_entries(queue_demand(queue_depth), sizes);
 		p.need_credits = lanes_per_conn > queue_depth;
 		p.wait = cfg.wait;
 		auto *resp = resp_buf.data() + std::size_t(i) * queue_depth * ln::response_size;
@@ -143,7 +166,7 @@ void data_path::impl::make_connections()
 		l.sync.ctx.index = i;
 		l.batch = lane_batch(msg_buf.data() + std::size_t(i) * slot_size, payload_max,
 		                     inline_threshold);
-		l.raw = &raw_buf[i];
+		l.raw = raw_buf.as<std::uint64_t>() + i;
 		if (i == 0 && lane0_spare)
 			l.spare_slot = msg_buf.data() + std::size_t(nlanes) * slot_size;
 		if (res.pipeline > 1)
@@ -205,7 +228,7 @@ void data_path::impl::tune()
 	if (pool_size < first_probe_offset + max_inline || max_inline <= small)
 		return; // too small a pool to probe without touching its header: the defaults
 	const std::uint64_t at = (pool_size - max_inline) & ~std::uint64_t(63);
-	std::vector<std::uint8_t> bytes(max_inline);
+	fab::page_buffer bytes(max_inline);
 	fab::memory_region mr(*domain, bytes.data(), bytes.size(), FI_READ | FI_WRITE | FI_SEND);
 	auto &l = lanes[0];
 	method->read(l, bytes.data(), {at, max_inline}, mr.desc(), true);

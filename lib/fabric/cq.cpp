@@ -60,9 +60,17 @@ cq_error cq::read_error()
 	char buffer[256] = "";
 	const char *text =
 	    fi_cq_strerror(cq_.get(), entry.prov_errno, entry.err_data, buffer, sizeof buffer);
-	error.text = fmt::format("{} (provider {}: {})", library::strerror(error.err), provider_,
-	                         text != nullptr ? text : buffer);
+	error.text =
+	    fmt::format("{} (provider {}, prov_errno {}: {})", library::strerror(error.err),
+	                provider_, error.prov_errno, text != nullptr ? text : buffer);
 	return error;
+}
+
+void cq::progress()
+{
+	const auto ret = fi_cq_read(cq_.get(), nullptr, 0);
+	if (ret < 0 && ret != -FI_EAGAIN && ret != -FI_EAVAIL)
+		throw_call_error(static_cast<int>(ret), "fi_cq_read(progress)", provider_);
 }
 
 void cq::signal()

@@ -31,9 +31,11 @@ struct cq_error {
 	void *op_context = nullptr;
 	std::uint64_t flags = 0; // FI_SEND, FI_RECV, FI_RMA | FI_WRITE, ...
 	std::size_t len = 0;
-	int err = 0; // positive FI_E* code (FI_ECANCELED after a disconnect, ...)
-	int prov_errno = 0;
-	std::string text; // fi_strerror + fi_cq_strerror, with the provider name
+	int err = 0;        // positive FI_E* code (FI_ECANCELED after a disconnect, ...)
+	int prov_errno = 0; // the provider's own code (verbs: the ibv_wc_status)
+	// fi_strerror, then the provider's name, prov_errno and fi_cq_strerror of it: "Input/output
+	// error (provider verbs, prov_errno 10: remote access error)".
+	std::string text;
 };
 
 /**
@@ -58,6 +60,9 @@ public:
 	 * (negative: forever); count 0 and no error on timeout. Needs a wait object.
 	 */
 	cq_result sread(std::span<cq_entry> out, std::chrono::milliseconds timeout);
+	/** Drives the provider's progress without taking a completion (a read of none): what frees
+	 *  a full transmit queue where the provider moves data only inside calls (tcp). */
+	void progress();
 	/** Wakes a thread blocked in sread: it returns nothing, as on a timeout. */
 	void signal();
 	/** The fd to poll (wait_object::fd only). Throws rpmem::error otherwise. */

@@ -121,8 +121,9 @@ eq_event eq::read_error()
 	char buffer[256] = "";
 	const char *text =
 	    fi_eq_strerror(eq_.get(), entry.prov_errno, entry.err_data, buffer, sizeof buffer);
-	event.err_text = fmt::format("{} (provider {}: {})", library::strerror(event.err),
-	                             provider_, text != nullptr ? text : buffer);
+	event.err_text =
+	    fmt::format("{} (provider {}, prov_errno {}: {})", library::strerror(event.err),
+	                provider_, event.prov_errno, text != nullptr ? text : buffer);
 	return event;
 }
 

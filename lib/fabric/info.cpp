@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -105,25 +106,71 @@ info &info::operator=(info &&other) noexcept
 	return *this;
 }
 
+namespace
+{
+
+/** fi_getinfo with the hints of `req` and `w`: the first entry of the provider, or the code. */
+int attempt(const std::string &node, const std::string &service, std::uint64_t flags,
+            const request &req, wishes w, info &out)
+{
+	info_list hints = make_hints(req, w);
+	fi_info *raw = nullptr;
+	const auto version = req.mr == mr_mode::automatic ? api_version : legacy_api_version;
+	int ret =
+	    library::getinfo(version, or_null(node), or_null(service), flags, hints.get(), &raw);
+	info_list found(raw);
+	if (ret != 0)
+		return ret;
+	fi_info *match = pick(found.get(), req.provider);
+	if (!match)
+		return -FI_ENODATA;
+	out = info(dup_or_throw(match).release());
+	return 0;
+}
+
+/**
+ * The queue depths of `req` where the provider grants them; where it does not (a depth above
+ * its maximum: sockets takes 256 at most, tcp 1024, verbs its device's), the deepest it grants
+ * between the request and its default (`fallback`, found with the default depths): each step
+ * asks three quarters of the last, never less than the default.
+ */
+info with_sizes(const std::string &node, const std::string &service, std::uint64_t flags,
+                const request &req, wishes w, info fallback)
+{
+	const std::size_t def_tx = fallback->tx_attr->size, def_rx = fallback->rx_attr->size;
+	request r = req;
+	for (;;) {
+		info sized;
+		if (attempt(node, service, flags, r, w, sized) == 0)
+			return sized;
+		if (r.tx_size <= def_tx && r.rx_size <= def_rx)
+			return fallback;
+		if (r.tx_size > def_tx)
+			r.tx_size = std::max(def_tx, r.tx_size * 3 / 4);
+		if (r.rx_size > def_rx)
+			r.rx_size = std::max(def_rx, r.rx_size * 3 / 4);
+	}
+}
+
+} // namespace
+
 info info::query(const std::string &node, const std::string &service, std::uint64_t flags,
                  const request &req)
 {
+	// The wishes first, at the provider's default depths; then the depths asked for.
+	request defaults = req;
+	defaults.tx_size = defaults.rx_size = 0;
 	int ret = -FI_ENODATA;
 	for (const wishes &w : relaxations) {
-		info_list hints = make_hints(req, w);
-		fi_info *raw = nullptr;
-		const auto version =
-		    req.mr == mr_mode::automatic ? api_version : legacy_api_version;
-		ret = library::getinfo(version, or_null(node), or_null(service), flags, hints.get(),
-		                       &raw);
-		info_list found(raw);
+		info found;
+		ret = attempt(node, service, flags, defaults, w, found);
 		if (ret == -FI_ENODATA)
 			continue;
 		if (ret != 0)
 			break;
-		if (fi_info *match = pick(found.get(), req.provider))
-			return info(dup_or_throw(match).release());
-		ret = -FI_ENODATA;
+		if (req.tx_size == 0 && req.rx_size == 0)
+			return found;
+		return with_sizes(node, service, flags, req, w, std::move(found));
 	}
 	throw call_error(ret,
 	                 fmt::format("fi_getinfo(node {}, service {}, FI_EP_MSG, FI_MSG|FI_RMA, "

@@ -25,9 +25,11 @@ inline constexpr std::uint32_t legacy_api_version = FI_VERSION(1, 4);
 
 /** What the caller asks of a provider beyond the fixed hints (FI_EP_MSG, FI_MSG | FI_RMA). */
 struct request {
-	std::string provider;    // exact provider name; empty: any
-	std::size_t tx_size = 0; // transmit queue depth; 0: provider default
-	std::size_t rx_size = 0; // receive queue depth; 0: provider default
+	std::string provider; // exact provider name; empty: any
+	// Queue depths (queue_sizing.hpp); 0: the provider's default. Where the provider's
+	// maximum is lower, the deepest it grants down to its default: read back granted().
+	std::size_t tx_size = 0; // transmit queue depth
+	std::size_t rx_size = 0; // receive queue depth
 	bool allow_mr_endpoint =
 	    false; // the caller binds every MR to its endpoint (FI_MR_ENDPOINT)
 	fabric::mr_mode mr = fabric::mr_mode::automatic; // see mr_mode.hpp

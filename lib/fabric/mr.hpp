@@ -24,7 +24,8 @@ public:
 	/**
 	 * fi_mr_reg over [addr, addr + len) with `access` (FI_SEND | FI_RECV | FI_READ | FI_WRITE |
 	 * FI_REMOTE_READ | FI_REMOTE_WRITE). Without FI_MR_PROV_KEY the key is one no other region
-	 * of the process uses. Throws rpmem::error.
+	 * of the process uses. Throws rpmem::error: EINVAL when the range is not whole pages
+	 * (page_buffer.hpp says why).
 	 */
 	memory_region(const fabric_domain &parent, void *addr, std::size_t len,
 	              std::uint64_t access);

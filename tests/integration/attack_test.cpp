@@ -14,6 +14,7 @@
 #include "fabric/fabric.hpp"
 #include "fabric/info.hpp"
 #include "fabric/mr.hpp"
+#include "fabric/page_buffer.hpp"
 #include "lane/lane_msg.hpp"
 #include "rpmem/error.hpp"
 #include "support/child.hpp"
@@ -69,8 +70,8 @@ public:
 		ep_->bind(*eq_);
 		ep_->bind(*cq_, FI_TRANSMIT | FI_RECV);
 		ep_->enable();
-		send_buf_.resize(65536);
-		recv_buf_.resize(ln::response_size * 8);
+		send_buf_ = fab::page_buffer(65536);
+		recv_buf_ = fab::page_buffer(ln::response_size * 8);
 		send_mr_ = std::make_unique<fab::memory_region>(*domain_, send_buf_.data(),
 		                                                send_buf_.size(), FI_SEND);
 		recv_mr_ = std::make_unique<fab::memory_region>(*domain_, recv_buf_.data(),
@@ -145,7 +146,7 @@ private:
 	std::unique_ptr<fab::eq> eq_;
 	std::unique_ptr<fab::cq> cq_;
 	std::unique_ptr<fab::endpoint> ep_;
-	std::vector<std::uint8_t> send_buf_, recv_buf_;
+	fab::page_buffer send_buf_, recv_buf_; // registered: whole pages
 	std::unique_ptr<fab::memory_region> send_mr_, recv_mr_;
 	fi_context send_ctx_{};
 	std::array<fi_context, 8> recv_ctx_{};
@@ -417,6 +418,63 @@ TEST_CASE("silent connections to the fabric port are closed, the honest client s
 	log = node.log_text();
 	CHECK_THAT(log, Catch::Contains("refused a fabric connection request from ") &&
 	                    Catch::Contains("wrong session secret"));
+}
+
+/** Whether a plain TCP connect to the fabric port is taken (0) or why not (errno). */
+int tcp_connect_errno(const ctl::fabric_params &f)
+{
+	sockaddr_in to{};
+	to.sin_family = AF_INET;
+	to.sin_port = htons(static_cast<std::uint16_t>(f.port));
+	REQUIRE(inet_pton(AF_INET, f.address.c_str(), &to.sin_addr) == 1);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	REQUIRE(fd >= 0);
+	int err = ::connect(fd, reinterpret_cast<sockaddr *>(&to), sizeof to) == 0 ? 0 : errno;
+	close(fd);
+	return err;
+}
+
+TEST_CASE("the fabric port stops listening once every connection of the session is up",
+          "[attack][fabric]")
+{
+	const std::string provider = GENERATE("tcp", "sockets");
+	INFO("provider " << provider);
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	control_only pool(node, "pool.set", provider);
+	const auto &f = pool.fabric;
+	REQUIRE(f.nendpoints >= 2);
+
+	std::vector<std::unique_ptr<raw_conn>> honest;
+	for (std::uint32_t i = 0; i < f.nendpoints; ++i) {
+		// Until the last one, the port takes connections.
+		CHECK(tcp_connect_errno(f) == 0);
+		honest.push_back(std::make_unique<raw_conn>(f));
+		REQUIRE(honest.back()->connect(conn_data(f, i)));
+	}
+	// The listener closes when rpmemd sees the last connection up (the patience is for a
+	// loaded machine), and says so.
+	const auto until = std::chrono::steady_clock::now() + 30s;
+	while (node.log_text().find("the listener closed") == std::string::npos &&
+	       std::chrono::steady_clock::now() < until)
+		std::this_thread::sleep_for(20ms);
+	CHECK(tcp_connect_errno(f) == ECONNREFUSED);
+	// Even with the secret: nothing listens (sockets says so at fi_connect, tcp on the EQ).
+	raw_conn late(f);
+	bool refused = false;
+	const int err = errno_of([&] { refused = !late.connect(conn_data(f, 0)); });
+	CHECK((refused || err == ECONNREFUSED));
+	// Every connection still serves.
+	for (std::uint32_t i = 0; i < f.nendpoints; ++i) {
+		INFO("connection " << i);
+		auto r = honest[i]->request(persist_inline(
+		    i % 4, 1, {{8192 + 64 * i, std::vector<std::uint8_t>(64, 0x3c)}}));
+		REQUIRE(r);
+		CHECK(r->err == 0);
+	}
+	CHECK_THAT(node.log_text(),
+	           Catch::Contains("connections established, the listener closed"));
 }
 
 TEST_CASE("a flood of silent connections under a low descriptor limit: the honest client still "

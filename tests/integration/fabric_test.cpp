@@ -10,10 +10,13 @@
 #include "fabric/info.hpp"
 #include "fabric/library.hpp"
 #include "fabric/mr.hpp"
+#include "fabric/page_buffer.hpp"
 #include "fabric/passive_endpoint.hpp"
 #include "fabric/provider.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <fmt/format.h>
 
 #include <rdma/fi_errno.h>
 
@@ -163,9 +166,9 @@ struct server {
 	fab::eq events;
 	fab::cq completions;
 	fab::passive_endpoint listener;
-	bytes pool;
+	fab::page_buffer pool; // registered: whole pages (memory_region refuses less)
 	fab::memory_region pool_mr;
-	bytes message;
+	fab::page_buffer message;
 	fab::memory_region message_mr;
 	fi_context recv_context{};
 	std::optional<fab::endpoint> connection; // declared last: closed before what it uses
@@ -205,7 +208,7 @@ struct client {
 	fab::fabric_domain domain;
 	fab::eq events;
 	fab::cq completions;
-	bytes buffer;
+	fab::page_buffer buffer;
 	fab::memory_region buffer_mr;
 	fab::endpoint ep;
 };
@@ -593,6 +596,11 @@ TEST_CASE("fabric: a write outside the remote region fails without harm", "[fabr
 		INFO(provider << ": " << result.error->text);
 		CHECK(result.error->op_context == &ctx);
 		CHECK(result.error->err != 0);
+		// The provider's own code and its words, for a log that says why
+		// (docs/hardware.md).
+		CHECK_THAT(result.error->text,
+		           Catch::Contains(fmt::format("provider {}, prov_errno {}: ", provider,
+		                                       result.error->prov_errno)));
 	} else {
 		// Known sockets behaviour: the target drops the write and tells the initiator
 		// nothing, so only the data path's completion timeout can notice.
@@ -700,7 +708,7 @@ TEST_CASE("fabric: moving a handle moves ownership", "[fabric][raii]")
 	other_listener.listen();
 	CHECK(other_listener.name().port != 0);
 	CHECK(other_listener.name().host == "127.0.0.1");
-	bytes memory(4096);
+	fab::page_buffer memory(4096);
 	fab::memory_region region(domain, memory.data(), memory.size(), FI_REMOTE_READ);
 	fab::memory_region other_region = std::move(region);
 	CHECK(region.get() == nullptr);
@@ -721,4 +729,111 @@ TEST_CASE("fabric: a quarter of the receive queue stays free of posted receives"
 	CHECK(g.posted_recv_limit() == 1);
 	g.rx_size = std::size_t(1) << 40;
 	CHECK(g.posted_recv_limit() == UINT32_MAX);
+}
+
+TEST_CASE("fabric: a registration must cover whole pages", "[fabric][mr]")
+{
+	const std::string provider = GENERATE("tcp", "sockets");
+	CAPTURE(provider);
+	const fab::info source = fab::info::for_listen("127.0.0.1", {.provider = provider});
+	fab::fabric_domain domain(source);
+	const std::size_t page = fab::page_size();
+	fab::page_buffer memory(3 * page - 100); // rounded up to whole pages
+	REQUIRE(memory.size() == 3 * page);
+	REQUIRE(fab::whole_pages(memory.data(), memory.size()));
+	CHECK(std::all_of(memory.begin(), memory.end(), [](std::uint8_t b) { return b == 0; }));
+	fab::memory_region whole(domain, memory.data(), memory.size(), FI_SEND | FI_RECV);
+	CHECK(whole.length() == 3 * page);
+	// What a std::vector gives: a start or an end inside a page shared with the heap.
+	for (auto [offset, length] :
+	     {std::pair<std::size_t, std::size_t>{64, page}, {0, page + 64}, {0, 100}}) {
+		INFO("offset " << offset << ", length " << length);
+		try {
+			fab::memory_region part(domain, memory.data() + offset, length, FI_SEND);
+			FAIL("registered part of a page");
+		} catch (const rpmem::error &e) {
+			CHECK(e.errnum() == EINVAL);
+			CHECK_THAT(e.message(), Catch::Contains("whole pages") &&
+			                            Catch::Contains("RDMAV_FORK_SAFE"));
+		}
+	}
+}
+
+TEST_CASE("fabric: queue depths asked are granted, or the deepest the provider allows",
+          "[fabric][info]")
+{
+	const std::string provider = GENERATE("tcp", "sockets");
+	CAPTURE(provider);
+	const auto defaults = fab::info::for_listen("127.0.0.1", {.provider = provider}).granted();
+	REQUIRE(defaults.tx_size > 8);
+	const auto asked =
+	    fab::info::for_listen("127.0.0.1", {.provider = provider, .tx_size = 5, .rx_size = 7})
+	        .granted();
+	CHECK(asked.tx_size == 5);
+	CHECK(asked.rx_size == 7);
+	// Far above any maximum (sockets 256, tcp 1024 in 1.17): the deepest granted, never less
+	// than the default.
+	const auto deep =
+	    fab::info::for_listen("127.0.0.1",
+	                          {.provider = provider, .tx_size = 1 << 20, .rx_size = 1 << 20})
+	        .granted();
+	CHECK(deep.provider == provider);
+	CHECK(deep.tx_size >= defaults.tx_size);
+	CHECK(deep.rx_size >= defaults.rx_size);
+	CHECK(deep.tx_size < (1u << 20));
+	if (provider == "sockets") {
+		CHECK(deep.tx_size == 256);
+		CHECK(deep.rx_size == 256);
+	}
+}
+
+TEST_CASE("fabric: a full transmit queue is refused (FI_EAGAIN) until progress frees it",
+          "[fabric][eagain]")
+{
+	// One transmit slot: a write of 1 MiB holds it until the provider has sent it, and a post
+	// meanwhile is refused. sockets bounds its queue by tx_size (its progress thread empties
+	// it); tcp 1.17 does not (its transfer entries come from an unbounded pool), and verbs
+	// bounds it by credits (queue_sizing.hpp). The retry loops of the client and rpmemd drive
+	// progress (cq::progress) between tries, as this one does.
+	server s("sockets");
+	fab::info source = fab::info::for_connect(s.listener.name().host, s.listener.name().port,
+	                                          {.provider = "sockets", .tx_size = 1});
+	REQUIRE(source.granted().tx_size == 1);
+	fab::fabric_domain domain(source);
+	fab::eq events(domain);
+	fab::cq completions(domain, {.size = 16});
+	fab::page_buffer buffer(pool_size);
+	fab::memory_region buffer_mr(domain, buffer.data(), buffer.size(), FI_WRITE);
+	fab::endpoint ep(domain, source);
+	ep.bind(events);
+	ep.bind(completions, FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION);
+	ep.enable();
+	auto answer = std::async(std::launch::async, [&] {
+		ep.connect(hello);
+		return events.read(patience);
+	});
+	fab::eq_event request = expect_event(s.events, FI_CONNREQ);
+	fab::endpoint &conn = s.connection.emplace(s.domain, request.conn_info);
+	conn.bind(s.events);
+	conn.bind(s.completions, FI_TRANSMIT | FI_RECV);
+	conn.enable();
+	conn.accept({});
+	expect_event(s.events, FI_CONNECTED);
+	expect_answer(answer, FI_CONNECTED);
+
+	const fab::rma_target dst{s.pool_mr.remote_base(), s.pool_mr.key()};
+	fi_context ctx{}; // unsignalled: never completes, but FI_CONTEXT wants room
+	constexpr std::size_t writes = 16;
+	std::size_t refused = 0;
+	const auto deadline = std::chrono::steady_clock::now() + patience;
+	for (std::size_t i = 0; i < writes; ++i) {
+		while (ep.write(buffer.data(), pool_size, buffer_mr.desc(), dst, &ctx) ==
+		       fab::post_status::again) {
+			++refused;
+			REQUIRE(std::chrono::steady_clock::now() < deadline);
+			completions.progress();
+		}
+	}
+	INFO(writes << " writes of 1 MiB, " << refused << " posts refused");
+	CHECK(refused > 0);
 }

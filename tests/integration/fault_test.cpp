@@ -724,6 +724,51 @@ TEST_CASE("a frozen rpmemd (SIGSTOP) ends a persist with ETIMEDOUT within RPMEM_
 	CHECK(ms_since(t1) < 3000);
 }
 
+TEST_CASE("a frozen rpmemd: flushes that fill the transmit queue (FI_EAGAIN) end with ETIMEDOUT",
+          "[fault][timeout][eagain]")
+{
+	// Relaxed flushes of 1 MiB are unsignalled RDMA writes, posted without a wait: with rpmemd
+	// stopped they fill the sockets, then the provider's transmit queue, and every further
+	// post is refused with FI_EAGAIN (sockets bounds its queue by tx_size, as verbs does by
+	// credits; tcp 1.17 queues without bound). The retry loop once went on for ever, spinning
+	// a core; now the refusals end, like a wait, after RPMEM_TIMEOUT with nothing completing.
+	sshd server;
+	replica_options o;
+	o.provider = "sockets";
+	replica node(server, o);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local{pool_size};
+	auto opts = node.options();
+	opts.tuning->op_timeout = 1000ms;
+	opts.tuning->keepalive = 100ms;
+	unsigned nlanes = 2;
+	auto attr = sample_attr();
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+	                                &nlanes, &attr, opts);
+	REQUIRE(pool->fabric().provider == "sockets");
+	const pid_t pid = find_rpmemd(node.dir().string());
+	REQUIRE(pid > 0);
+	REQUIRE(::kill(pid, SIGSTOP) == 0);
+	REQUIRE(wait_stopped(pid));
+	std::string msg;
+	std::size_t flushes = 0;
+	int err = errno_of(
+	    [&] {
+		    for (;; ++flushes)
+			    pool->flush(hdr + (flushes % 4) * (1 << 20), 1 << 20, 0,
+			                rpmem::client::flush_relaxed);
+	    },
+	    &msg);
+	::kill(pid, SIGCONT);
+	WARN("flushes to a stopped rpmemd: " << std::strerror(err) << " after " << flushes
+	                                     << " of 1 MiB: " << msg);
+	CHECK(err == ETIMEDOUT);
+	CHECK(msg.find(server.address()) != std::string::npos);
+	CHECK(msg.find("RPMEM_TIMEOUT") != std::string::npos);
+	CHECK(msg.find("FI_EAGAIN") != std::string::npos);
+	errno_of([&] { pool->close(); });
+}
+
 TEST_CASE("a frozen rpmemd ends every thread's call in time, also threads waiting for credits",
           "[fault][timeout]")
 {

@@ -3,6 +3,8 @@
 // per core and within the thread budget, --nthreads, queue depths, the provider's limits.
 #include "target_plan.hpp"
 
+#include "fabric/queue_sizing.hpp"
+
 #include <catch2/catch.hpp>
 
 using namespace rpmemd;
@@ -72,7 +74,46 @@ TEST_CASE("target plan: what the provider grants bounds connections, workers and
 	CHECK(p.endpoints == 2);
 	CHECK(p.workers == 1);
 	CHECK(p.queue_depth == 12);
-	CHECK(p.cq_size == 12u * 2 * 2);
+	// Both connections on the one CQ: each with 12 receives (asked 16: a quarter stays free)
+	// and 12 responses (queue_sizing.hpp).
+	CHECK(p.asked.rx_size == 16);
+	CHECK(p.asked.tx_size == 12);
+	CHECK(p.cq_size == 2 * (16u + 12u));
 	in.announced_writes = true; // APM / commit: room for the writes' remote CQ data
-	CHECK(plan_target(in).cq_size == 12u * 2 * 2 + std::size_t(32) * 16 * 2);
+	CHECK(plan_target(in).cq_size == 2 * (16u + 12u) + std::size_t(32) * 16 * 2);
+}
+
+TEST_CASE("target plan: every completion queue leaves verbs a credit for every response",
+          "[unit][target_plan]")
+{
+	// verbs grants what is asked within its device's maximum (thousands of entries); asked
+	// nothing, its defaults: 384 each (queue_sizing.hpp).
+	for (unsigned cores : {1u, 2u, 4u, 8u, 16u, 64u})
+		for (std::uint32_t lanes : {1u, 4u, 16u, 48u, 64u, 256u, 1024u, 65536u}) {
+			CAPTURE(cores, lanes);
+			target_plan_input in;
+			in.cores = cores;
+			in.lanes = lanes;
+			in.threads_running = 1;
+			in.granted = plan_target(in).asked;
+			const auto p = plan_target(in);
+			CHECK(p.sizes.rx_size == in.granted.rx_size);
+			CHECK(p.demand.endpoints * p.workers >= p.endpoints);
+			const auto c = rpmem::fabric::verbs_credit_check(
+			    p.cq_size, p.demand.endpoints, p.sizes);
+			CHECK(c.sound());
+			CHECK(p.sizes.rx_size - p.sizes.rx_size / 4 >= p.queue_depth);
+			CHECK(p.sizes.tx_size >= p.queue_depth);
+		}
+	// The old rule (2 x queue depth x connections per CQ) at 48 lanes on 8 cores: verbs'
+	// default receive reservations took every credit.
+	target_plan_input in;
+	in.cores = 8;
+	in.lanes = 48;
+	const auto p = plan_target(in);
+	REQUIRE(p.endpoints == 16);
+	REQUIRE(p.queue_depth == 24);
+	CHECK(rpmem::fabric::verbs_credit_check(std::size_t(p.queue_depth) * p.endpoints * 2,
+	                                        p.demand.endpoints, {})
+	          .stalls());
 }
