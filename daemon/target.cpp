@@ -248,7 +248,7 @@ void fabric_target::announce(const target_params &p, ctl::persist_method method)
 	params_.queue_depth = queue_depth_;
 	params_.method = method;
 	log_info("fabric target on {}:{}: {}; {} lanes, {} connections, queue depth {} (tx {} "
-	         "rx {} each), {} workers ({} waits, CQs of {}); {} threads before starting "
+	         "rx {} each), {} workers ({} waits), CQs of {}; {} threads before starting "
 	         "them",
 	         p.address, name.port, g.describe(), nlanes_, nendpoints_, queue_depth_,
 	         endpoint_sizes_.tx_size, endpoint_sizes_.rx_size, nworkers_,

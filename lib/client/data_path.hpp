@@ -46,7 +46,8 @@ public:
 	void deep_persist(std::uint64_t offset, std::uint64_t length, unsigned lane);
 
 	/** Registers [addr, addr+size) as a second region ranges may be sent from (one per data
-	 * path; it must outlive the data path). For senders that snapshot the pool. */
+	 * path; it must outlive the data path). For senders that snapshot the pool. Whole pages
+	 * only (fabric::page_buffer: fork safety): EINVAL otherwise. */
 	void register_source(const void *addr, std::size_t size);
 	/** flush(), but the bytes of [offset, offset+length) are taken from src, inside the
 	 * registered source region; they must stay unchanged until the next drain completes. */
