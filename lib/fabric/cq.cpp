@@ -41,8 +41,12 @@ cq_result cq::finish(long ret, const char *call)
 	else if (ret == -FI_EAVAIL)
 		result.error = read_error();
 	// -FI_EAGAIN: nothing, timeout or fi_cq_signal (util CQs: tcp); -FI_ECANCELED: fi_cq_signal
-	// (sockets).
-	else if (ret != -FI_EAGAIN && ret != -FI_ETIMEDOUT && ret != -FI_ECANCELED)
+	// (sockets); -FI_EINTR: the wait was interrupted (a signal handler ran, or the process was
+	// stopped and continued: SIGSTOP/SIGCONT, a debugger, the cgroup freezer), as verbs and the
+	// util CQs pass poll()'s and epoll_wait()'s EINTR on. Nothing failed: the caller reads
+	// again.
+	else if (ret != -FI_EAGAIN && ret != -FI_ETIMEDOUT && ret != -FI_ECANCELED &&
+	         ret != -FI_EINTR)
 		throw_call_error(static_cast<int>(ret), call, provider_);
 	return result;
 }
@@ -69,7 +73,7 @@ cq_error cq::read_error()
 void cq::progress()
 {
 	const auto ret = fi_cq_read(cq_.get(), nullptr, 0);
-	if (ret < 0 && ret != -FI_EAGAIN && ret != -FI_EAVAIL)
+	if (ret < 0 && ret != -FI_EAGAIN && ret != -FI_EAVAIL && ret != -FI_EINTR)
 		throw_call_error(static_cast<int>(ret), "fi_cq_read(progress)", provider_);
 }
 

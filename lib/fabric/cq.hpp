@@ -40,7 +40,8 @@ struct cq_error {
 
 /**
  * What one read produced: `count` entries, or an error completion, or nothing (no completion
- * ready, timeout, or signal(): providers do not tell these apart, so a woken thread checks why).
+ * ready, timeout, signal(), or a wait interrupted by a signal or a stop and continue of the
+ * process: providers do not tell these apart, so a woken thread checks why).
  */
 struct cq_result {
 	std::size_t count = 0;

@@ -83,7 +83,10 @@ std::optional<eq_event> eq::read(std::chrono::milliseconds timeout)
 	const ssize_t ret =
 	    block ? fi_eq_sread(eq_.get(), &type, &buffer, sizeof buffer, to_fi_timeout(timeout), 0)
 	          : fi_eq_read(eq_.get(), &type, &buffer, sizeof buffer, 0);
-	if (ret == -FI_EAGAIN || ret == -FI_ETIMEDOUT)
+	// -FI_EINTR: the wait was interrupted (a signal, or SIGSTOP/SIGCONT of the process: the
+	// util EQs pass epoll_wait()'s EINTR on), which is no failure of the EQ: nothing arrived
+	// yet.
+	if (ret == -FI_EAGAIN || ret == -FI_ETIMEDOUT || ret == -FI_EINTR)
 		return std::nullopt;
 	if (ret == -FI_EAVAIL)
 		return read_error();

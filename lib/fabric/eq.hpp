@@ -49,8 +49,10 @@ public:
 
 	/**
 	 * The next entry, waiting up to `timeout` (0: do not wait, negative: forever; with
-	 * wait_object::none never waits). nullopt when nothing arrived in time. Error entries come
-	 * back as events with err set; a failure of the EQ itself throws rpmem::error.
+	 * wait_object::none never waits). nullopt when nothing arrived in time, or when the wait
+	 * was interrupted (EINTR: a signal, SIGSTOP/SIGCONT): callers keep their own deadline.
+	 * Error entries come back as events with err set; a failure of the EQ itself throws
+	 * rpmem::error.
 	 */
 	std::optional<eq_event> read(std::chrono::milliseconds timeout);
 

@@ -98,6 +98,19 @@ void libssh_session::pump(int timeout_ms)
 	}
 }
 
+/** ssh_blocking_flush until `until`, again after a wait a signal or a stop and continue of the
+ *  process interrupted (EINTR): that is no broken link either. */
+int libssh_session::flush(const deadline &until)
+{
+	for (;;) {
+		errno = 0;
+		const int rc = ssh_blocking_flush(h_.ssh, until.poll_ms());
+		if (rc != SSH_ERROR || errno != EINTR || until.expired() ||
+		    !ssh_is_connected(h_.ssh))
+			return rc;
+	}
+}
+
 /** After stdout ended: give the exit status and the last stderr a moment to arrive. */
 void libssh_session::settle()
 {
@@ -155,7 +168,7 @@ void libssh_session::write_all(std::span<const std::uint8_t> data)
 		pump(until.poll_ms(100));
 	}
 	// Hand the bytes to the kernel now: the caller may only wait for a reply next.
-	if (ssh_blocking_flush(h_.ssh, until.poll_ms()) == SSH_ERROR) {
+	if (flush(until) == SSH_ERROR) {
 		lost_ = ssh_error();
 		throw_ended();
 	}
@@ -215,10 +228,10 @@ void libssh_session::terminate()
 	// node (sshd signals nothing for sessions without a terminal).
 	deadline until(std::chrono::milliseconds(1000));
 	if (ssh_channel_request_send_signal(h_.channel, "TERM") == SSH_ERROR ||
-	    ssh_blocking_flush(h_.ssh, until.poll_ms()) == SSH_ERROR)
+	    flush(until) == SSH_ERROR)
 		lost_ = ssh_error();
 	if (!lost_ && ssh_channel_close(h_.channel) != SSH_ERROR)
-		ssh_blocking_flush(h_.ssh, until.poll_ms());
+		flush(until);
 }
 
 } // namespace rpmem::ssh::detail

@@ -53,6 +53,7 @@ private:
 
 	// I/O (libssh_session.cpp)
 	void pump(int timeout_ms);
+	int flush(const deadline &until);
 	void settle();
 	[[noreturn]] void throw_ended();
 	std::string status_text() const;

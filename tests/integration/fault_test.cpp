@@ -837,6 +837,161 @@ TEST_CASE("a frozen rpmemd ends every thread's call in time, also threads waitin
 	}
 }
 
+TEST_CASE("rpmemd stopped and continued within the timeouts: the session goes on", "[fault][stop]")
+{
+	// SIGSTOP/SIGCONT (a debugger, the cgroup freezer, an operator) interrupts every wait of
+	// rpmemd's threads: its EQ and CQ waits returned EINTR, which the accept thread took for a
+	// broken event queue ("fabric event queue failed") and the workers for a failed CQ. With
+	// no keep-alive the session then ended at the next heartbeat although the client was
+	// persisting. Now only the calls in flight wait longer.
+	sshd server;
+	replica_options o;
+	o.daemon_args = "--heartbeat-timeout=2000";
+	replica node(server, o);
+	node.write_poolset("pool.set", {"8M"});
+	local_pool local{pool_size};
+	auto opts = node.options();
+	opts.tuning->keepalive = 0ms; // RPMEM_KEEPALIVE=0: only requests show the client's life
+	unsigned nlanes = 2;
+	auto attr = sample_attr();
+	auto pool = remote_pool::create(node.target(), "pool.set", local.data(), local.size(),
+	                                &nlanes, &attr, opts);
+	check_variant(*pool);
+	const pid_t pid = find_rpmemd(node.dir().string());
+	REQUIRE(pid > 0);
+	std::uint8_t seq = 0;
+	auto persist_for = [&](std::chrono::milliseconds how_long) {
+		std::size_t n = 0;
+		for (auto until = clk::now() + how_long; clk::now() < until; ++n) {
+			const std::size_t off = hdr + (n % 64) * 4096;
+			std::memset(local.data() + off, ++seq, 4096);
+			pool->persist(off, 4096, static_cast<unsigned>(n % nlanes), 0);
+		}
+		return n;
+	};
+	persist_for(200ms);
+	for (int round = 0; round < 3; ++round) {
+		INFO("round " << round);
+		REQUIRE(::kill(pid, SIGSTOP) == 0);
+		REQUIRE(wait_stopped(pid));
+		std::this_thread::sleep_for(300ms);
+		REQUIRE(::kill(pid, SIGCONT) == 0);
+		// Past two heartbeats: the session would have ended by now.
+		CHECK(persist_for(4500ms) > 0);
+	}
+	pool->close();
+	auto replica_bytes = slurp(node.part("pool.set"));
+	REQUIRE(replica_bytes.size() >= pool_size);
+	CHECK(std::memcmp(replica_bytes.data() + hdr, local.data() + hdr, 64 * 4096) == 0);
+	const auto log = node.log_text();
+	INFO(log);
+	CHECK(log.find("failed") == std::string::npos);
+	CHECK(log.find("closing the session") == std::string::npos);
+}
+
+TEST_CASE("a client stopped and continued within the timeouts: its persists go on", "[fault][stop]")
+{
+	// The client's waits on its completion queues are poll()s, which Linux restarts after a
+	// stop and continue; its event queue waits (connecting) are epoll_wait()s, which it does
+	// not. Either way nothing but the latency of the calls in flight may change.
+	sshd server;
+	replica node(server);
+	node.write_poolset("pool.set", {"8M"});
+	// 1000 ranges of at most 6000 bytes per thread stay inside its 4 MiB slice: every ack
+	// names bytes no later persist overwrote.
+	child c(client_argv(server, node, node.target(),
+	                    {"desc=pool.set", "mode=create", "threads=2", "lanes=4", "ops=1000",
+	                     "keepalive=0"}),
+	        {}, (node.dir() / "client.stderr").string());
+	check_ready(c.read_line(15s));
+	std::vector<ack> acks;
+	std::optional<std::string> closed;
+	auto read_until = [&](std::size_t count) {
+		while (acks.size() < count && !closed) {
+			auto line = c.read_line(30s);
+			REQUIRE(line);
+			INFO(*line);
+			if (line->rfind("closed", 0) == 0) {
+				closed = line;
+				break;
+			}
+			REQUIRE(line->rfind("ack", 0) == 0);
+			parse_ack(*line, acks);
+		}
+	};
+	for (std::size_t round = 1; round <= 3; ++round) {
+		read_until(150 * round);
+		REQUIRE(!closed);
+		c.kill(SIGSTOP);
+		REQUIRE(wait_stopped(c.pid()));
+		std::this_thread::sleep_for(300ms);
+		c.kill(SIGCONT);
+	}
+	read_until(SIZE_MAX);
+	REQUIRE(closed);
+	CHECK(*closed == "closed 0");
+	CHECK(acks.size() == 2 * 1000);
+	check_acks(node, "pool.set", acks);
+	CHECK(node.log_text().find("failed") == std::string::npos);
+}
+
+namespace
+{
+std::atomic<unsigned> signals_taken{0};
+void count_signal(int)
+{
+	++signals_taken;
+}
+} // namespace
+
+TEST_CASE("a client whose threads take signals while they wait: its persists go on",
+          "[fault][signals]")
+{
+	// An application's signal handlers (SIGCHLD, timers, profilers) interrupt whatever its
+	// threads wait in: poll() then fails with EINTR whatever SA_RESTART says, and libfabric
+	// passes it on from fi_cq_sread, which the data path once took for a lost connection.
+	timed_pool t(5000ms, 1500ms);
+	struct sigaction sa {
+	}, old{};
+	sa.sa_handler = count_signal;
+	sigemptyset(&sa.sa_mask);
+	REQUIRE(sigaction(SIGUSR1, &sa, &old) == 0);
+	std::atomic<bool> done{false};
+	std::string failure;
+	std::size_t persisted = 0;
+	std::thread writer([&] {
+		try {
+			// On ext4: each persist waits for rpmemd's msync, blocked in the CQ wait.
+			for (; persisted < 400; ++persisted) {
+				const std::size_t off = hdr + (persisted % 256) * 4096;
+				std::memset(t.local.data() + off, static_cast<int>(persisted),
+				            4096);
+				t.pool->persist(off, 4096, 0, 0);
+			}
+		} catch (const rpmem::error &e) {
+			failure = e.message();
+		}
+		done = true;
+	});
+	const unsigned before = signals_taken.load();
+	while (!done) {
+		pthread_kill(writer.native_handle(), SIGUSR1);
+		std::this_thread::sleep_for(1ms);
+	}
+	writer.join();
+	sigaction(SIGUSR1, &old, nullptr);
+	WARN(signals_taken.load() - before << " signals taken by the writer during " << persisted
+	                                   << " persists");
+	INFO(failure);
+	CHECK(failure.empty());
+	CHECK(persisted == 400);
+	CHECK(signals_taken.load() - before > 0);
+	t.pool->close();
+	auto bytes = slurp(t.node.part("pool.set"));
+	REQUIRE(bytes.size() >= pool_size);
+	CHECK(std::memcmp(bytes.data() + hdr, t.local.data() + hdr, 256 * 4096) == 0);
+}
+
 TEST_CASE("start-up failures are distinct errors naming the host", "[fault][errors]")
 {
 	remote_setup fx(pool_size);
