@@ -17,7 +17,8 @@ namespace rpmem::fabric
 class fabric_domain
 {
 public:
-	/** fi_fabric(source->fabric_attr) + fi_domain(source). Throws rpmem::error. */
+	/** fi_fabric(source->fabric_attr) + fi_domain(source). Throws rpmem::error: ENOTSUP when
+	 *  the provider granted what rpmem cannot serve (granted::unsupported). */
 	explicit fabric_domain(const info &source);
 
 	fid_fabric *fabric() const noexcept { return fabric_.get(); }

@@ -99,6 +99,17 @@ granted read_granted(const fi_info &info)
 	return g;
 }
 
+std::string granted::unsupported() const
+{
+	if (mr_endpoint())
+		return fmt::format("provider {} binds every memory region to one endpoint "
+		                   "(FI_MR_ENDPOINT), which rpmem does not support: a pool has one "
+		                   "remote key for all its connections; choose another provider "
+		                   "(RPMEM_PROVIDER)",
+		                   provider);
+	return {};
+}
+
 std::string granted::describe() const
 {
 	return fmt::format("{} fabric {} domain {}: mr_mode {} msg_order {} rma_pmem {} "

@@ -50,6 +50,15 @@ struct granted {
 	bool prov_key() const noexcept { return mr_mode & FI_MR_PROV_KEY; }
 	/** Each MR must be bound to an endpoint and enabled before use. */
 	bool mr_endpoint() const noexcept { return mr_mode & FI_MR_ENDPOINT; }
+	/**
+	 * Why rpmem cannot use this provider, or empty. FI_MR_ENDPOINT: a region bound to one
+	 * endpoint has a key for that endpoint only, while a pool has one remote key for all of a
+	 * session's connections (the control protocol carries one) and the client's buffers serve
+	 * every connection. No provider of libfabric 1.17 with FI_EP_MSG needs it; rpmem never
+	 * asks for it, so such a provider is not offered, and one that grants it anyway is refused
+	 * here (fabric_domain), not used wrongly.
+	 */
+	std::string unsupported() const;
 	/** Every operation context must point to writable struct fi_context storage. */
 	bool needs_context() const noexcept { return mode & FI_CONTEXT; }
 	/**

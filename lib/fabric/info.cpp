@@ -41,9 +41,9 @@ info_list make_hints(const request &req, wishes w)
 	hints->domain_attr->threading = FI_THREAD_SAFE;
 	switch (req.mr) {
 	case mr_mode::automatic:
-		hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-		                              FI_MR_PROV_KEY |
-		                              (req.allow_mr_endpoint ? FI_MR_ENDPOINT : 0);
+		// Not FI_MR_ENDPOINT: a provider that needs it is not offered (granted.hpp).
+		hints->domain_attr->mr_mode =
+		    FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 		break;
 	case mr_mode::basic:
 		hints->domain_attr->mr_mode = FI_MR_BASIC;

@@ -28,10 +28,8 @@ struct request {
 	std::string provider; // exact provider name; empty: any
 	// Queue depths (queue_sizing.hpp); 0: the provider's default. Where the provider's
 	// maximum is lower, the deepest it grants down to its default: read back granted().
-	std::size_t tx_size = 0; // transmit queue depth
-	std::size_t rx_size = 0; // receive queue depth
-	bool allow_mr_endpoint =
-	    false; // the caller binds every MR to its endpoint (FI_MR_ENDPOINT)
+	std::size_t tx_size = 0;                         // transmit queue depth
+	std::size_t rx_size = 0;                         // receive queue depth
 	fabric::mr_mode mr = fabric::mr_mode::automatic; // see mr_mode.hpp
 };
 
@@ -40,8 +38,9 @@ struct request {
  * when offered), tx msg_order FI_ORDER_RAW | FI_ORDER_SAW (dropped when a provider cannot give
  * them: check granted().send_after_write()), mode FI_CONTEXT | FI_RX_CQ_DATA, FI_THREAD_SAFE,
  * FI_SOCKADDR, and the request's MR mode: automatic asks API 1.10 for mr_mode LOCAL |
- * VIRT_ADDR | ALLOCATED | PROV_KEY (+ ENDPOINT on request); basic and scalable ask API 1.4 for
- * FI_MR_BASIC or FI_MR_SCALABLE (+ mode FI_LOCAL_MR), as PMDK's librpmem did.
+ * VIRT_ADDR | ALLOCATED | PROV_KEY, never ENDPOINT (granted.hpp: unsupported()); basic and
+ * scalable ask API 1.4 for FI_MR_BASIC or FI_MR_SCALABLE (+ mode FI_LOCAL_MR), as PMDK's
+ * librpmem did.
  */
 class info
 {

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "fabric/mr.hpp"
 
-#include "fabric/endpoint.hpp"
 #include "fabric/error.hpp"
 #include "fabric/page_buffer.hpp"
 
@@ -49,16 +48,6 @@ memory_region::memory_region(const fabric_domain &parent, void *addr, std::size_
 		    "FI_VERBS_USE_ODP=1 where the card pages on demand: "
 		    "docs/hardware.md)");
 	key_ = fi_mr_key(mr_.get());
-}
-
-void memory_region::bind(const endpoint &ep)
-{
-	if ((mr_mode_ & FI_MR_ENDPOINT) == 0)
-		return;
-	check(fi_mr_bind(mr_.get(), ep.fid(), 0), "fi_mr_bind(MR, endpoint)", provider_);
-	check(fi_mr_enable(mr_.get()), "fi_mr_enable", provider_);
-	key_ =
-	    fi_mr_key(mr_.get()); // some providers assign the key only once the region is enabled
 }
 
 std::uint64_t memory_region::remote_base() const noexcept

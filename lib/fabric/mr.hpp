@@ -16,8 +16,6 @@
 namespace rpmem::fabric
 {
 
-class endpoint;
-
 class memory_region
 {
 public:
@@ -29,9 +27,6 @@ public:
 	 */
 	memory_region(const fabric_domain &parent, void *addr, std::size_t len,
 	              std::uint64_t access);
-
-	/** Under FI_MR_ENDPOINT binds the region to `ep` and enables it; otherwise does nothing. */
-	void bind(const endpoint &ep);
 
 	std::uint64_t key() const noexcept { return key_; }
 	/** Local descriptor to pass with buffers inside this region (needed under FI_MR_LOCAL). */

@@ -263,7 +263,6 @@ connected connect_pair(const std::string &provider, fab::mr_mode mr = fab::mr_mo
 	conn.bind(s.events);
 	conn.bind(s.completions, FI_TRANSMIT | FI_RECV);
 	conn.enable();
-	s.pool_mr.bind(conn);
 	REQUIRE(conn.recv(s.message.data(), s.message.size(), s.message_mr.desc(),
 	                  &s.recv_context) == fab::post_status::posted);
 	conn.accept(welcome);
@@ -836,4 +835,33 @@ TEST_CASE("fabric: a full transmit queue is refused (FI_EAGAIN) until progress f
 	}
 	INFO(writes << " writes of 1 MiB, " << refused << " posts refused");
 	CHECK(refused > 0);
+}
+
+TEST_CASE("fabric: FI_MR_ENDPOINT is never asked for, and a provider granting it is refused",
+          "[fabric][mr]")
+{
+	for (const char *provider : {"tcp", "sockets"})
+		for (auto mr :
+		     {fab::mr_mode::automatic, fab::mr_mode::basic, fab::mr_mode::scalable}) {
+			INFO(provider << ", MR mode " << fab::to_string(mr));
+			const fab::info fi =
+			    fab::info::for_listen("127.0.0.1", {.provider = provider, .mr = mr});
+			CHECK((fi->domain_attr->mr_mode & FI_MR_ENDPOINT) == 0);
+			CHECK_FALSE(fi.granted().mr_endpoint());
+			CHECK(fi.granted().unsupported().empty());
+		}
+	// What a provider that binds regions to endpoints would grant: one remote key per
+	// endpoint, where a pool has one for all its connections.
+	fab::info fi = fab::info::for_listen("127.0.0.1", {.provider = "tcp"});
+	fi->domain_attr->mr_mode |= FI_MR_ENDPOINT;
+	REQUIRE(fi.granted().mr_endpoint());
+	try {
+		fab::fabric_domain domain(fi);
+		FAIL("a domain opened where every region must be bound to one endpoint");
+	} catch (const rpmem::error &e) {
+		CHECK(e.errnum() == ENOTSUP);
+		CHECK_THAT(e.message(), Catch::Contains("FI_MR_ENDPOINT") &&
+		                            Catch::Contains("provider tcp") &&
+		                            Catch::Contains("RPMEM_PROVIDER"));
+	}
 }
