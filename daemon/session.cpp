@@ -2,21 +2,19 @@
 #include "session.hpp"
 
 #include "log.hpp"
+#include "pool_region.hpp"
+#include "session_checksums.hpp"
+#include "session_report.hpp"
+#include "session_status.hpp"
 #include "target.hpp"
 
-#include "checksum/block_sums.hpp"
 #include "control/codec.hpp"
-#include "control/session_record.hpp"
 #include "rpmem/error.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
-#include <ctime>
 #include <optional>
-#include <pwd.h>
-#include <unistd.h>
 
 namespace rpmemd
 {
@@ -27,25 +25,8 @@ using namespace std::chrono_literals;
 namespace
 {
 
-/** "850 ns", "12.0 us", "3.40 ms" ("-" for none). */
-std::string duration_text(std::uint64_t ns)
-{
-	if (ns == 0)
-		return "-";
-	if (ns < 10'000)
-		return fmt::format("{} ns", ns);
-	if (ns < 10'000'000)
-		return fmt::format("{:.1f} us", double(ns) / 1e3);
-	return fmt::format("{:.2f} ms", double(ns) / 1e6);
-}
-
 /** How long the rest of a frame may take once its first byte arrived. */
 inline constexpr std::chrono::milliseconds frame_timeout{5000};
-
-/** Bytes hashed per checksum_resp at most: each answer comes within a fraction of a second
- *  from memory, and within the client's per-message timeout (RPMEM_CONTROL_TIMEOUT, 10 s) even from
- * a page-cache-cold file read at 10 MB/s, whatever the block size. */
-inline constexpr std::uint64_t checksum_bytes_per_message = 64u << 20;
 
 /** A stream whose first byte was already read (to wait for a frame without cutting it). */
 class prefetched_stream final : public rpmem::byte_stream
@@ -71,24 +52,6 @@ private:
 	rpmem::byte_stream &inner_;
 	std::uint8_t first_;
 	bool pending_ = true;
-};
-
-/** The part of the pool the client registered, as the lane executor sees it. */
-class pool_region final : public persist_region
-{
-public:
-	pool_region(pool &p, std::uint64_t size) : pool_(p), size_(size) {}
-	std::uint8_t *base() override { return static_cast<std::uint8_t *>(pool_.base()); }
-	std::uint64_t size() const override { return size_; }
-	void persist(std::uint64_t off, std::uint64_t len) override { pool_.persist(off, len); }
-	void deep_persist(std::uint64_t off, std::uint64_t len) override
-	{
-		pool_.deep_persist(off, len);
-	}
-
-private:
-	pool &pool_;
-	std::uint64_t size_;
 };
 
 class session
@@ -228,7 +191,7 @@ private:
 			auto req = decode_or_refuse<ctl::checksum_request>(msg);
 			if (!req)
 				return exit_protocol;
-			checksums(*req);
+			send_checksums(io_, peer_, cfg_, pool_.get(), region_.get(), *req);
 			return std::nullopt;
 		}
 		case ctl::msg_type::create_done:
@@ -360,7 +323,7 @@ private:
 			resp.attr = pool_->attr();
 		// Recorded before the answer: once the client's open returns, `rpmem status` on
 		// this host lists the session.
-		publish_status(req.descriptor, create, resp);
+		status_.publish(req.descriptor, create, *pool_, resp.fabric);
 		ctl::send(io_, ctl::encode(resp, resp_type));
 		descriptor_ = req.descriptor;
 		log_notice("{}: session start: {} pool {} ({} bytes), {} lanes over {} "
@@ -370,36 +333,6 @@ private:
 		           ctl::to_string(resp.fabric.method),
 		           pool_->is_pmem() ? "pmem_persist" : "pmem_msync", version_string());
 		return std::nullopt;
-	}
-
-	/** The session's status record, for `rpmem status` on this host (informational: a
-	 *  record that cannot be written is logged, the session goes on). */
-	void publish_status(const std::string &descriptor, bool create,
-	                    const ctl::pool_response &resp)
-	{
-		if (cfg_.status_dir == "none")
-			return;
-		ctl::session_record r;
-		r.pid = getpid();
-		r.process_start = ctl::process_start_time(r.pid).value_or(0);
-		r.since = static_cast<std::uint64_t>(std::time(nullptr));
-		if (const passwd *pw = getpwuid(getuid()))
-			r.user = pw->pw_name;
-		r.peer = peer_;
-		r.descriptor = descriptor;
-		r.poolset = cfg_.poolset_dir + "/" + descriptor;
-		r.pool_size = pool_->size();
-		r.created = create;
-		r.is_pmem = pool_->is_pmem();
-		r.provider = resp.fabric.provider;
-		r.method = ctl::to_string(resp.fabric.method);
-		r.lanes = resp.fabric.nlanes;
-		r.version = RPMEMD_VERSION;
-		const auto dir =
-		    cfg_.status_dir.empty() ? ctl::default_session_dir() : cfg_.status_dir;
-		if (auto why = status_.publish(dir, r))
-			log_warn("{}: no status record for `rpmem status`: {} (set status-dir)",
-			         peer_, *why);
 	}
 
 	void set_attr(const ctl::set_attr_request &req)
@@ -422,58 +355,6 @@ private:
 		if (resp.st != ctl::status::success)
 			log_err("{}: set_attr: {}", peer_, resp.message);
 		ctl::send(io_, ctl::encode(resp, ctl::msg_type::set_attr_resp));
-	}
-
-	/**
-	 * Answers a checksum request: the blocks' sums in order, in messages of at most
-	 * max_checksums_per_message sums and checksum_bytes_per_message bytes hashed, or one
-	 * failure. The pool's bytes are what persists made durable: the client sends no data
-	 * meanwhile (its resync holds every writer).
-	 */
-	void checksums(const ctl::checksum_request &req)
-	{
-		auto fail = [&](ctl::status st, int err, std::string why) {
-			log_err("{}: checksum request refused: {}", peer_, why);
-			ctl::send(
-			    io_,
-			    ctl::encode(ctl::checksum_response{
-			        st, static_cast<std::uint32_t>(err), std::move(why), 0, true, {}}));
-		};
-		if (!cfg_.block_checksums)
-			return fail(
-			    ctl::status::unsupported, ENOTSUP,
-			    "block checksums are turned off on this replica node (rpmemd "
-			    "block-checksums = no): copy the whole pool instead, or turn them on");
-		if (!pool_)
-			return fail(
-			    ctl::status::fatal, EINVAL,
-			    "checksum request before create or open: no pool is open in this "
-			    "session");
-		if (req.offset + req.length > region_->size())
-			return fail(
-			    ctl::status::badsize, EFBIG,
-			    fmt::format("checksum range [{}, {}) is outside the {} bytes of pool "
-			                "set '{}' the client registered",
-			                req.offset, req.offset + req.length, region_->size(),
-			                pool_->descriptor()));
-		const std::uint64_t block = req.block_size;
-		const std::uint64_t nblocks = ctl::checksum_count(req);
-		const std::uint64_t per_message = std::clamp<std::uint64_t>(
-		    checksum_bytes_per_message / block, 1, ctl::max_checksums_per_message);
-		const std::uint8_t *base = region_->base() + req.offset;
-		ctl::checksum_response resp;
-		for (std::uint64_t first = 0; first < nblocks; first += per_message) {
-			const std::uint64_t n = std::min(per_message, nblocks - first);
-			const std::uint64_t from = first * block;
-			const std::uint64_t len = std::min(n * block, req.length - from);
-			resp.first_block = first;
-			resp.last = first + n == nblocks;
-			resp.sums.resize(n);
-			rpmem::checksum::blocks(base + from, len, req.block_size, resp.sums);
-			ctl::send(io_, ctl::encode(resp));
-		}
-		log_info("{}: checksums of [{}, {}) sent: {} blocks of {} bytes", peer_, req.offset,
-		         req.offset + req.length, nblocks, block);
 	}
 
 	std::optional<int> close(const ctl::close_request &req)
@@ -554,17 +435,7 @@ private:
 		if (target_ && !stopped_) {
 			target_->stop();
 			stopped_ = true;
-			auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-			                                          started_)
-			                .count();
-			const auto c = target_->served();
-			log_notice("{}: session end: pool {}, {} requests ({} refused), {} bytes "
-			           "persisted, execution p50 {} p99 {} max {} (bucket bounds), "
-			           "{:.3f} s",
-			           peer_, descriptor_, c.requests, c.refused, c.bytes,
-			           duration_text(c.quantile_ns(0.5)),
-			           duration_text(c.quantile_ns(0.99)),
-			           duration_text(c.quantile_ns(1.0)), secs);
+			log_session_end(peer_, descriptor_, target_->served(), started_);
 		}
 		status_.withdraw();
 		region_.reset();
@@ -600,7 +471,7 @@ private:
 	bool confirms_create_ = false; // the client speaks 1.3: it sends create_done
 	bool create_done_ = false;     // and did
 	bool stopped_ = false;         // target_ stopped: only its remains are left
-	ctl::session_file status_;
+	session_status status_{cfg_, peer_};
 };
 
 } // namespace

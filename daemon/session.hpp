@@ -27,7 +27,7 @@ inline constexpr int exit_protocol = 255;
  * a valid frame header but a bad body is answered with status badproto first). Never throws.
  * `peer` names the client in logs; `listen_address` is where the fabric target listens.
  * `start` starts the fabric target of an opened pool: start_target in rpmemd; unit tests give
- * a fake (tests/unit/session_test.cpp), so the session is tested without libfabric.
+ * a fake (tests/unit/daemon_session_test.cpp), so the session is tested without libfabric.
  */
 using target_factory = std::function<std::unique_ptr<target>(const target_params &)>;
 int run_session(const config &cfg, pool_store &store, rpmem::byte_stream &io,
