@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <fcntl.h>
 #include <filesystem>
@@ -180,6 +181,126 @@ TEST_CASE("a metrics file that cannot be written is said once on stderr, naming 
 	CHECK(err.find("No such file or directory") != std::string::npos);
 	CHECK(err.find("cannot write", err.find("cannot write") + 1) == std::string::npos); // once
 	CHECK(!fs::exists(file.parent_path()));
+}
+
+namespace
+{
+
+/** The reports the format tests write: a synchronous pool, and an asynchronous replica that
+ *  failed, with every counter set. */
+std::vector<pool_report> every_metric()
+{
+	auto async = sample_report();
+	async.descriptor = "async.set";
+	async.mode = "async";
+	async.replica = 1;
+	async.state = "failed";
+	async.stats.flushes = 3;
+	async.stats.drains = 2;
+	async.stats.reads = 5;
+	async.stats.deep_persists = 1;
+	async.stats.bytes_read = 4096;
+	async.lag_bytes = 4096;
+	async.lag_seconds = 0.25;
+	async.throttled = 3;
+	return {sample_report(), async};
+}
+
+/** The metric families of a Prometheus text (each its HELP, TYPE and samples), sorted: the
+ *  format leaves their order free. */
+std::vector<std::string> families(const std::string &text)
+{
+	std::vector<std::string> out;
+	for (std::size_t at = 0; at < text.size();) {
+		auto next = text.find("# HELP ", at + 1);
+		if (next == std::string::npos)
+			next = text.size();
+		out.push_back(text.substr(at, next - at));
+		at = next;
+	}
+	std::sort(out.begin(), out.end());
+	return out;
+}
+
+} // namespace
+
+TEST_CASE("both formats of the metrics file hold every metric, byte for byte", "[stats]")
+{
+	// What rpmem 0.1 wrote (librpmem(7), METRICS): a reader that parses either file keeps
+	// working. Prometheus families may come in any order; their lines may not change.
+	const std::string prometheus =
+	    R"golden(# HELP rpmem_pool_info A pool this process has open (1); its provider, persist method, mode, state
+# TYPE rpmem_pool_info gauge
+rpmem_pool_info{target="me@node\"2\\x",descriptor="pools/a b.set",provider="tcp",method="gpspm",mode="sync",state="connected"} 1
+rpmem_pool_info{target="me@node\"2\\x",descriptor="async.set",replica="1",provider="tcp",method="gpspm",mode="async",state="failed"} 1
+# HELP rpmem_pool_up 1 while the pool's connection works, 0 after a failure or close
+# TYPE rpmem_pool_up gauge
+rpmem_pool_up{target="me@node\"2\\x",descriptor="pools/a b.set"} 1
+rpmem_pool_up{target="me@node\"2\\x",descriptor="async.set",replica="1"} 0
+# HELP rpmem_pool_lanes Lanes granted
+# TYPE rpmem_pool_lanes gauge
+rpmem_pool_lanes{target="me@node\"2\\x",descriptor="pools/a b.set"} 4
+rpmem_pool_lanes{target="me@node\"2\\x",descriptor="async.set",replica="1"} 4
+# HELP rpmem_operations_total Calls that reached the replica, by kind
+# TYPE rpmem_operations_total counter
+rpmem_operations_total{target="me@node\"2\\x",descriptor="pools/a b.set",op="persist"} 10
+rpmem_operations_total{target="me@node\"2\\x",descriptor="pools/a b.set",op="flush"} 0
+rpmem_operations_total{target="me@node\"2\\x",descriptor="pools/a b.set",op="drain"} 0
+rpmem_operations_total{target="me@node\"2\\x",descriptor="pools/a b.set",op="read"} 0
+rpmem_operations_total{target="me@node\"2\\x",descriptor="pools/a b.set",op="deep_persist"} 0
+rpmem_operations_total{target="me@node\"2\\x",descriptor="async.set",replica="1",op="persist"} 10
+rpmem_operations_total{target="me@node\"2\\x",descriptor="async.set",replica="1",op="flush"} 3
+rpmem_operations_total{target="me@node\"2\\x",descriptor="async.set",replica="1",op="drain"} 2
+rpmem_operations_total{target="me@node\"2\\x",descriptor="async.set",replica="1",op="read"} 5
+rpmem_operations_total{target="me@node\"2\\x",descriptor="async.set",replica="1",op="deep_persist"} 1
+# HELP rpmem_bytes_total Bytes made durable on the replica, or read back
+# TYPE rpmem_bytes_total counter
+rpmem_bytes_total{target="me@node\"2\\x",descriptor="pools/a b.set",op="persist"} 640
+rpmem_bytes_total{target="me@node\"2\\x",descriptor="pools/a b.set",op="read"} 0
+rpmem_bytes_total{target="me@node\"2\\x",descriptor="async.set",replica="1",op="persist"} 640
+rpmem_bytes_total{target="me@node\"2\\x",descriptor="async.set",replica="1",op="read"} 4096
+# HELP rpmem_round_trips_total Round trips to the replica
+# TYPE rpmem_round_trips_total counter
+rpmem_round_trips_total{target="me@node\"2\\x",descriptor="pools/a b.set"} 10
+rpmem_round_trips_total{target="me@node\"2\\x",descriptor="async.set",replica="1"} 10
+# HELP rpmem_round_trip_seconds Round-trip latency quantiles since the pool opened (upper bound of a power-of-two bucket)
+# TYPE rpmem_round_trip_seconds gauge
+rpmem_round_trip_seconds{target="me@node\"2\\x",descriptor="pools/a b.set",quantile="0.5"} 3.2768e-05
+rpmem_round_trip_seconds{target="me@node\"2\\x",descriptor="pools/a b.set",quantile="0.9"} 0.002097152
+rpmem_round_trip_seconds{target="me@node\"2\\x",descriptor="pools/a b.set",quantile="0.99"} 0.002097152
+rpmem_round_trip_seconds{target="me@node\"2\\x",descriptor="pools/a b.set",quantile="0.999"} 0.002097152
+rpmem_round_trip_seconds{target="me@node\"2\\x",descriptor="async.set",replica="1",quantile="0.5"} 3.2768e-05
+rpmem_round_trip_seconds{target="me@node\"2\\x",descriptor="async.set",replica="1",quantile="0.9"} 0.002097152
+rpmem_round_trip_seconds{target="me@node\"2\\x",descriptor="async.set",replica="1",quantile="0.99"} 0.002097152
+rpmem_round_trip_seconds{target="me@node\"2\\x",descriptor="async.set",replica="1",quantile="0.999"} 0.002097152
+# HELP rpmem_errors_total Calls on the pool that failed
+# TYPE rpmem_errors_total counter
+rpmem_errors_total{target="me@node\"2\\x",descriptor="pools/a b.set"} 2
+rpmem_errors_total{target="me@node\"2\\x",descriptor="async.set",replica="1"} 2
+# HELP rpmem_last_persist_timestamp_seconds When the last persist or drain returned successfully (0: none yet)
+# TYPE rpmem_last_persist_timestamp_seconds gauge
+rpmem_last_persist_timestamp_seconds{target="me@node\"2\\x",descriptor="pools/a b.set"} 1800000000
+rpmem_last_persist_timestamp_seconds{target="me@node\"2\\x",descriptor="async.set",replica="1"} 1800000000
+# HELP rpmem_async_lag_bytes Bytes persisted locally, not yet on the replica (RPMEM_REPLICATION=async)
+# TYPE rpmem_async_lag_bytes gauge
+rpmem_async_lag_bytes{target="me@node\"2\\x",descriptor="async.set",replica="1"} 4096
+# HELP rpmem_async_lag_seconds Age of the oldest persist not yet on the replica (RPMEM_REPLICATION=async)
+# TYPE rpmem_async_lag_seconds gauge
+rpmem_async_lag_seconds{target="me@node\"2\\x",descriptor="async.set",replica="1"} 0.25
+# HELP rpmem_async_throttled_total Persists that waited because the replica fell behind: the lag bound, or no room to copy them aside (RPMEM_REPLICATION=async)
+# TYPE rpmem_async_throttled_total counter
+rpmem_async_throttled_total{target="me@node\"2\\x",descriptor="async.set",replica="1"} 3
+# HELP rpmem_stats_timestamp_seconds When this file was written
+# TYPE rpmem_stats_timestamp_seconds gauge
+rpmem_stats_timestamp_seconds 1800000000.1234567
+)golden";
+	const std::string json =
+	    R"golden({"time_unix_ns":1800000000123456789,"pools":[{"target":"me@node\"2\\x","descriptor":"pools/a b.set","provider":"tcp","method":"gpspm","mode":"sync","state":"connected","lanes":4,"operations":{"persist":10,"flush":0,"drain":0,"read":0,"deep_persist":0},"bytes":{"persist":640,"read":0},"round_trips":10,"errors":2,"last_persist_unix_ns":1800000000000000000,"round_trip_ns":{"p50":32768,"p90":2097152,"p99":2097152,"p999":2097152}},{"target":"me@node\"2\\x","descriptor":"async.set","replica":1,"provider":"tcp","method":"gpspm","mode":"async","state":"failed","lanes":4,"operations":{"persist":10,"flush":3,"drain":2,"read":5,"deep_persist":1},"bytes":{"persist":640,"read":4096},"round_trips":10,"errors":2,"last_persist_unix_ns":1800000000000000000,"round_trip_ns":{"p50":32768,"p90":2097152,"p99":2097152,"p999":2097152},"async_lag_bytes":4096,"async_lag_seconds":0.25,"async_throttled":3}]}
+)golden";
+	const auto pools = every_metric();
+	const std::int64_t now = 1'800'000'000'123'456'789;
+	CHECK(families(prometheus_text(pools, now)) == families(prometheus));
+	CHECK(json_text(pools, now) == json);
 }
 
 TEST_CASE("a latency counts in the power-of-two bucket it falls in, the last one open-ended",
