@@ -4,9 +4,10 @@
 // (a temporary file renamed over PATH), and once more when a pool closes. PATH ending in
 // ".json" gets JSON; anything else the Prometheus text exposition format, as node_exporter's
 // textfile collector reads (name it *.prom in its directory). Schema: librpmem(7), METRICS.
+// The formats are stats_format's; this is the writer: the file, the thread, the pools.
 #pragma once
 
-#include "rpmem/pool_stats.hpp"
+#include "client/stats_format.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -23,35 +24,6 @@
 
 namespace rpmem::client
 {
-
-/** One pool's report. */
-struct pool_report {
-	std::string target, descriptor, provider, method;
-	// replicated_pool: the replica's number in the pool set (a label: two replicas may share
-	// a target and descriptor); none for a pool opened on its own.
-	std::optional<std::size_t> replica;
-	std::string mode = "sync"; // "sync" or "async" (RPMEM_REPLICATION)
-	// "connected" (in sync), "reconnecting", "lost" (the calls go on without it, recording
-	// what it misses), "catching_up", "failed" (a call failed on the connection) or "closed"
-	std::string state = "connected";
-	unsigned lanes = 0;
-	rpmem::pool_stats stats;
-	std::uint64_t errors = 0;               // calls on the pool that failed
-	std::int64_t last_persist_unix_ns = 0;  // last successful persist/drain; 0: none yet
-	std::optional<std::uint64_t> lag_bytes; // async only
-	std::optional<double> lag_seconds;      // async only: age of the oldest unreplicated
-	// async only, where known: persists that waited because the replica fell behind (the lag
-	// bound, or no room left to copy them aside)
-	std::optional<std::uint64_t> throttled;
-	// A pool that outlives its sessions (client::resilient_pool): the bytes its replica lacks
-	// while lost or catching up (0 in sync).
-	std::optional<std::uint64_t> bytes_to_go;
-};
-
-/** The Prometheus text exposition format (version 0.0.4) of the reports. */
-std::string prometheus_text(const std::vector<pool_report> &pools, std::int64_t now_unix_ns);
-/** The same as one JSON object: {"time_unix_ns":..,"pools":[...]} */
-std::string json_text(const std::vector<pool_report> &pools, std::int64_t now_unix_ns);
 
 /** Now, in ns since the epoch (the clock the reports use). */
 std::int64_t unix_now_ns() noexcept;
