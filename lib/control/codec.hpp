@@ -120,21 +120,9 @@ message receive(rpmem::byte_stream &stream, std::chrono::milliseconds timeout);
 /**
  * Decodes a received message as T; m.type must be one T is sent as (pool_request: create or open,
  * pool_response: create_resp or open_resp, status_response: set_attr_resp or close_resp, the
- * others their own type). Defined for the eleven message structs.
+ * others their own type). Defined for the eleven message structs (one template: layout.hpp).
  */
 template <class T> T decode(const message &m);
-
-template <> hello decode<hello>(const message &m);
-template <> pool_request decode<pool_request>(const message &m);
-template <> pool_response decode<pool_response>(const message &m);
-template <> set_attr_request decode<set_attr_request>(const message &m);
-template <> close_request decode<close_request>(const message &m);
-template <> status_response decode<status_response>(const message &m);
-template <> ping decode<ping>(const message &m);
-template <> pong decode<pong>(const message &m);
-template <> checksum_request decode<checksum_request>(const message &m);
-template <> checksum_response decode<checksum_response>(const message &m);
-template <> create_done decode<create_done>(const message &m);
 
 /** Throws protocol_error "expected <expected> message, received <got>" unless they are equal. */
 void check_type(msg_type expected, msg_type got);

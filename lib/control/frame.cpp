@@ -12,20 +12,6 @@
 namespace rpmem::control
 {
 
-namespace
-{
-
-void check_decoded_type(msg_type got, msg_type a, msg_type b)
-{
-	if (got != a && got != b)
-		throw protocol_error(
-		    fmt::format("control protocol: received message type {} where {} or "
-		                "{} was expected; {}",
-		                msg_type_name(got), msg_type_name(a), msg_type_name(b), peer_hint));
-}
-
-} // namespace
-
 // ---- names and header ----------------------------------------------------------------------
 
 const char *msg_type_name(msg_type t) noexcept
@@ -142,72 +128,6 @@ void check_type(msg_type expected, msg_type got)
 		    fmt::format("control protocol: expected message type {}, received "
 		                "{}; {}",
 		                msg_type_name(expected), msg_type_name(got), peer_hint));
-}
-
-template <> hello decode<hello>(const message &m)
-{
-	check_type(msg_type::hello, m.type);
-	return decode_hello(m.body);
-}
-
-template <> pool_request decode<pool_request>(const message &m)
-{
-	check_decoded_type(m.type, msg_type::create, msg_type::open);
-	return decode_pool_request(m.body, m.type);
-}
-
-template <> pool_response decode<pool_response>(const message &m)
-{
-	check_decoded_type(m.type, msg_type::create_resp, msg_type::open_resp);
-	return decode_pool_response(m.body, m.type);
-}
-
-template <> set_attr_request decode<set_attr_request>(const message &m)
-{
-	check_type(msg_type::set_attr, m.type);
-	return decode_set_attr_request(m.body);
-}
-
-template <> close_request decode<close_request>(const message &m)
-{
-	check_type(msg_type::close, m.type);
-	return decode_close_request(m.body);
-}
-
-template <> status_response decode<status_response>(const message &m)
-{
-	check_decoded_type(m.type, msg_type::set_attr_resp, msg_type::close_resp);
-	return decode_status_response(m.body, m.type);
-}
-
-template <> ping decode<ping>(const message &m)
-{
-	check_type(msg_type::ping, m.type);
-	return decode_ping(m.body);
-}
-
-template <> pong decode<pong>(const message &m)
-{
-	check_type(msg_type::pong, m.type);
-	return decode_pong(m.body);
-}
-
-template <> checksum_request decode<checksum_request>(const message &m)
-{
-	check_type(msg_type::checksum, m.type);
-	return decode_checksum_request(m.body);
-}
-
-template <> checksum_response decode<checksum_response>(const message &m)
-{
-	check_type(msg_type::checksum_resp, m.type);
-	return decode_checksum_response(m.body);
-}
-
-template <> create_done decode<create_done>(const message &m)
-{
-	check_type(msg_type::create_done, m.type);
-	return decode_create_done(m.body);
 }
 
 } // namespace rpmem::control
