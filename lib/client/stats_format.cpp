@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "client/stats_format.hpp"
 
-#include "client/json.hpp"
+#include "json/json.hpp"
 
 #include <fmt/format.h>
 

@@ -15,12 +15,12 @@
 #include "replicas.hpp"
 #include "tool.hpp"
 
-#include "client/json.hpp"
 #include "client/remote_pool.hpp"
 #include "pmdk/part_file.hpp"
 #include "pmdk/pool_header.hpp"
 #include "pmdk/pool_map.hpp"
 #include "rpmem/error.hpp"
+#include "json/json.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

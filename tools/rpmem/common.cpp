@@ -2,7 +2,7 @@
 // Helpers every rpmem command shares: attribute options, UUIDs, sizes, printing.
 #include "tool.hpp"
 
-#include "client/json.hpp"
+#include "json/json.hpp"
 
 #include "poolset/poolset.hpp"
 

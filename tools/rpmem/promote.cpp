@@ -11,7 +11,7 @@
 #include "master.hpp"
 #include "tool.hpp"
 
-#include "client/json.hpp"
+#include "json/json.hpp"
 
 #include "pmdk/part_set.hpp"
 #include "pmdk/pool_header.hpp"

@@ -4,7 +4,7 @@
 #include "replicas.hpp"
 #include "tool.hpp"
 
-#include "client/json.hpp"
+#include "json/json.hpp"
 
 #include "client/remote_pool.hpp"
 #include "rpmem/error.hpp"

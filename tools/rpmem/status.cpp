@@ -7,10 +7,10 @@
 // as gone; --prune removes such records.
 #include "tool.hpp"
 
-#include "client/json.hpp"
 #include "control/session_record.hpp"
 #include "pmdk/part_file.hpp"
 #include "poolset/poolset.hpp"
+#include "json/json.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -5,9 +5,9 @@
 // client/replica_sync.hpp's; this file adds the replica ring, the dry run, progress and JSON.
 #include "sync.hpp"
 
-#include "client/json.hpp"
 #include "replicas.hpp"
 #include "unreplicated.hpp"
+#include "json/json.hpp"
 
 #include "client/remote_pool.hpp"
 #include "client/replica_sync.hpp"

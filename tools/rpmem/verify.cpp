@@ -2,11 +2,11 @@
 // rpmem verify POOLSET: the master's local parts against each remote replica, range by range.
 // The replica is read back through the data path (remote_pool::read) and the ranges that
 // differ are reported (bytes libpmemobj never replicates left out: unreplicated.hpp).
-#include "client/json.hpp"
 #include "master.hpp"
 #include "replicas.hpp"
 #include "tool.hpp"
 #include "unreplicated.hpp"
+#include "json/json.hpp"
 
 #include "client/remote_pool.hpp"
 #include "rpmem/error.hpp"

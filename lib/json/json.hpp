@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // A small JSON writer (RFC 8259): objects and arrays built in order, strings escaped, integers,
 // doubles, booleans and null; one line. Used by rpmem --json (tools/rpmem) and the JSON metrics
-// file (stats_export). Header-only: pure code, no libfabric.
+// file (lib/client/stats_format). Header-only: pure code, no libfabric.
 #pragma once
 
 #include <fmt/format.h>
