@@ -4,7 +4,7 @@
 // libpmempool runs `rpmemd --remove DESC --force` over ssh by itself and PMDK's test harness
 // runs `rpmemd --log-file=F --log-level=L --poolset-dir=D --config=C --persist-apm`, so the
 // options, their spellings and the config file syntax are PMDK 1.12's
-// (reference §6.1-§6.4), plus extensions: heartbeat-timeout, wait, persist-commit, mr-mode,
+// (docs/design.md, PMDK §P1), plus extensions: heartbeat-timeout, wait, persist-commit, mr-mode,
 // auth-timeout.
 #pragma once
 
@@ -38,7 +38,7 @@ public:
 struct config {
 	std::string log_file = "/var/log/rpmemd.log";
 	std::string poolset_dir = "$HOME"; // absolute after load(); "$HOME" is substituted
-	bool persist_apm = false;          // offer APM where the pool is on real pmem (§6.7)
+	bool persist_apm = false;          // APM where the pool is on pmem (design.md, 7)
 	bool persist_general = true;       // accepted for PMDK compatibility; GPSPM is always there
 	bool use_syslog = true;
 	log_level level = log_level::notice; // PMDK: err; notice logs each session's start and end

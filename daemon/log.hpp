@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rpmemd's logger: stderr until the configuration is read, then a log file or syslog.
 //
-// stdout is the control-protocol channel (DESIGN.md decision 4): nothing in this file ever
+// stdout is the control-protocol channel (docs/design.md, decision 4): nothing in this file ever
 // writes to fd 1, and a unit test holds it to that.
 #pragma once
 

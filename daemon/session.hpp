@@ -14,7 +14,7 @@
 namespace rpmemd
 {
 
-/** Exit statuses (reference §6.8). */
+/** Exit statuses (docs/design.md, PMDK §P1). */
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_peer_gone = 1;
 inline constexpr int exit_protocol = 255;

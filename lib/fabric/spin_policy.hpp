@@ -2,7 +2,7 @@
 // When a waiting thread should poll its completion queue instead of blocking. Blocking costs a
 // thread wake-up on each side of a round trip (tens of microseconds on a VM); spinning saves it
 // but burns a core, and on a busy machine the spinner takes the core the peer or the provider
-// needed (DESIGN.md, decision 14). So spinning is adaptive: a thread polls for a budget learnt
+// needed (docs/design.md, decision 14). So spinning adapts: a thread polls for a budget learnt
 // from how long its completions took when polling caught them, stops polling for a while when
 // it mostly does not, and never polls while the machine has no core to spare.
 // Pure logic (no libfabric): unit-tested in tests/unit/spin_policy_test.cpp.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// How a thread waits on an EQ or CQ. Blocking is the default (DESIGN.md decision 14): polling
+// How a thread waits on an EQ or CQ. Blocking by default (docs/design.md, decision 14): polling
 // collapses on small machines; `none` is for callers that spin on dedicated cores.
 #pragma once
 

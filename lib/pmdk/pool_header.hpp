@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // PMDK's pool header (struct pool_hdr, PMDK 1.12.1 src/common/pool_hdr.h): the first 4 KiB of every
 // part file of a pool with headers. rpmemd writes exactly PMDK's bytes so a replica can be
-// inspected with `pmempool info` and opened by libpmemobj on the replica host (DESIGN.md, 12).
+// read by `pmempool info`, opened by libpmemobj on the replica host (docs/design.md, decision 12).
 //
 // A pool_hdr value is the on-media image: multi-byte integers are little-endian, whatever the
 // host. Read and write them through load_le()/store_le(), never directly.

@@ -97,7 +97,7 @@ std::string system_failure(int e, std::string_view what, std::string_view todo =
 std::uint64_t page_size() noexcept;
 
 /** Where part i's share of a pool's address space lies in its file (PMDK set.c
- *  util_replica_map_local; reference §7.7): parts i > 0 start past their own 4 KiB header
+ *  util_replica_map_local; docs/design.md §P2): parts i > 0 start past their own 4 KiB header
  *  when every part has one (not with SINGLEHDR or NOHDRS), and end at a page boundary. */
 struct extent {
 	std::uint64_t offset;

@@ -479,7 +479,7 @@ TEST_CASE("status errno and text match PMDK's table", "[control][status]")
 		int errnum;
 		const char *text;
 	};
-	// librpmem 1.12 rpmem_util.c:20-81 (reference §1.6), in status order, then ours.
+	// librpmem 1.12 rpmem_util.c:20-81 (docs/design.md, PMDK §P4), in status order, then ours.
 	const row pmdk[status_count] = {
 	    {0, "Success"},
 	    {EPROTONOSUPPORT, "Protocol version number mismatch"},
