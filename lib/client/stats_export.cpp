@@ -214,16 +214,16 @@ void stats_exporter::write(const std::vector<pool_report> &extra)
 	const auto now = unix_now_ns();
 	const bool json = path_.size() >= 5 && path_.compare(path_.size() - 5, 5, ".json") == 0;
 	const std::string text = json ? json_text(reports, now) : prometheus_text(reports, now);
-	// Atomically: readers (node_exporter) never see half a file.
-	const int err =
-	    posix::replace_file(path_, fmt::format("{}.{}.tmp", path_, ::getpid()), text, 0644);
-	if (err) {
+	// Atomically: readers (node_exporter) never see half a file; and through a new file
+	// no one else can have made (it would be written with the application's privileges).
+	std::string why;
+	if (posix::replace_file(path_, text, 0644, &why) != 0) {
 		if (!warned_) // once: a metrics file must not flood the application's stderr
 			std::fprintf(
 			    stderr,
 			    "<librpmem>: cannot write the metrics file RPMEM_STATS_FILE=%s "
 			    "(%s): fix the path or its directory's permissions\n",
-			    path_.c_str(), std::strerror(err));
+			    path_.c_str(), why.c_str());
 		warned_ = true;
 	}
 }

@@ -236,8 +236,9 @@ std::optional<std::string> session_file::publish(const std::string &dir, const s
 	if (auto why = untrusted_dir(dir))
 		return why;
 	const std::string path = fmt::format("{}/{}.session", dir, r.pid);
-	if (int e = posix::replace_file(path, path + ".tmp", encode(r), 0600, O_NOFOLLOW))
-		return fmt::format("cannot write {}: {}", path, std::strerror(e));
+	std::string why;
+	if (posix::replace_file(path, encode(r), 0600, &why) != 0)
+		return fmt::format("cannot write {}: {}", path, why);
 	path_ = path;
 	return std::nullopt;
 }

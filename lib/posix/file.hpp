@@ -30,11 +30,15 @@ private:
 };
 
 /**
- * Replaces `path` with `text`, whole: writes it to `tmp` (created with `mode`, opened with
- * O_CREAT | O_TRUNC | O_CLOEXEC plus `open_flags`), then renames `tmp` over `path`. Returns 0,
- * or the errno of the step that failed (then `tmp` is removed and `path` is as it was).
+ * Replaces `path` with `text`, whole: writes it to a new file beside `path`, then renames that
+ * over `path` (which, if it is a symbolic link, is replaced, not followed). The new file is
+ * created exclusively (O_CREAT | O_EXCL | O_NOFOLLOW: never a file or a link someone else put
+ * there) under a name nobody can predict (`<path>.<16 random letters>.tmp`, like mkstemp's),
+ * with `mode` less the umask. Returns 0, or the errno of the step that failed (then the new file
+ * is removed and `path` is as it was); `why`, when given, then receives what failed, naming the
+ * file and the system's reason.
  */
-int replace_file(const std::string &path, const std::string &tmp, std::string_view text,
-                 mode_t mode, int open_flags = 0);
+int replace_file(const std::string &path, std::string_view text, mode_t mode,
+                 std::string *why = nullptr);
 
 } // namespace rpmem::posix

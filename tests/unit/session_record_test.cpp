@@ -143,6 +143,30 @@ TEST_CASE("published records are listed, alive only while their process is the o
 	CHECK(ctl::list_sessions(dir).size() == 2); // removed when it goes out of scope
 }
 
+TEST_CASE("a session record is written through no link and adopts no file planted beside it",
+          "[session_record]")
+{
+	temp_dir d;
+	const std::string dir = (d.path / "rpmemd").string();
+	fs::create_directories(dir);
+	fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
+	const auto r = sample();
+	const fs::path record = fs::path(dir) / (std::to_string(r.pid) + ".session");
+	const fs::path guess = record.string() + ".tmp"; // the temporary name it once had
+	const fs::path victim = d.path / "victim";
+	std::ofstream(victim) << "precious\n";
+	fs::create_symlink(victim, guess);
+	ctl::session_file f;
+	auto why = f.publish(dir, r);
+	CHECK(!why);
+	INFO(why.value_or(""));
+	CHECK(fs::is_regular_file(fs::symlink_status(record)));
+	std::ifstream v(victim);
+	std::string text((std::istreambuf_iterator<char>(v)), {});
+	CHECK(text == "precious\n");
+	CHECK(fs::is_symlink(guess));
+}
+
 TEST_CASE("a status directory that is a symbolic link is refused", "[session_record]")
 {
 	temp_dir d;

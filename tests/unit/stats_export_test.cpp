@@ -14,8 +14,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 namespace fs = std::filesystem;
 using namespace rpmem::client;
@@ -301,6 +303,45 @@ rpmem_stats_timestamp_seconds 1800000000.1234567
 	const std::int64_t now = 1'800'000'000'123'456'789;
 	CHECK(families(prometheus_text(pools, now)) == families(prometheus));
 	CHECK(json_text(pools, now) == json);
+}
+
+TEST_CASE("the metrics file is written through no link and adopts no file planted beside it",
+          "[stats]")
+{
+	// Whoever may write the metrics directory (a node_exporter textfile directory is often
+	// group-writable) plants a link, or a file of their own, at the name a temporary file
+	// would have: the application writes with its own privileges, so neither may be used.
+	temp_dir d;
+	const auto file = d.path / "m.prom";
+	const auto victim = d.path / "victim";
+	std::ofstream(victim) << "precious\n";
+	const std::vector<fs::path> guesses = {
+	    file.string() + "." + std::to_string(::getpid()) + ".tmp", file.string() + ".tmp"};
+	for (const auto &g : guesses)
+		fs::create_symlink(victim, g);
+	stats_exporter e(file.string(), std::chrono::milliseconds(3600000));
+	e.add([] { return sample_report(); });
+	e.write_now();
+	CHECK(slurp(victim) == "precious\n");
+	CHECK(!fs::is_symlink(file));
+	CHECK(slurp(file).find("rpmem_pool_info{") != std::string::npos);
+	for (const auto &g : guesses) {
+		CHECK(fs::is_symlink(g));
+		fs::remove(g);
+		std::ofstream(g) << "spoofed\n";
+	}
+	e.write_now();
+	struct stat metrics {
+	};
+	REQUIRE(::stat(file.c_str(), &metrics) == 0);
+	for (const auto &g : guesses) {
+		struct stat planted {
+		};
+		REQUIRE(::stat(g.c_str(), &planted) == 0);
+		CHECK(planted.st_ino != metrics.st_ino);
+		CHECK(slurp(g) == "spoofed\n");
+	}
+	CHECK(slurp(file).find("rpmem_pool_info{") != std::string::npos);
 }
 
 TEST_CASE("a latency counts in the power-of-two bucket it falls in, the last one open-ended",
