@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <sys/stat.h>
+#include <syslog.h>
 #include <unistd.h>
 
 namespace rpmem::client
@@ -44,9 +45,15 @@ int default_level(const char *file)
 	return ::isatty(2) || stderr_is_journal() ? 1 : 0;
 }
 
+/** Errors a process sends to syslog at most: a failing program must not flood it. */
+constexpr int max_syslog_errors = 8;
+
 struct log_sink {
 	int level = 0;
 	int fd = 2;
+	bool seen = false; // the log puts errors where an operator looks
+	std::mutex mu;
+	int syslogged = 0; // errors sent to syslog (mu)
 
 	log_sink()
 	{
@@ -54,6 +61,7 @@ struct log_sink {
 		const char *lvl = std::getenv("RPMEM_LOG_LEVEL");
 		level = lvl && *lvl ? static_cast<int>(std::max(0LL, parse_env_int(lvl)))
 		                    : default_level(file);
+		seen = level >= 1 && (file && *file ? true : ::isatty(2) || stderr_is_journal());
 		if (level == 0 || !file || !*file)
 			return;
 		std::string path = file;
@@ -62,6 +70,8 @@ struct log_sink {
 		int f = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 		if (f >= 0)
 			fd = f;
+		else // the log goes to stderr after all
+			seen = ::isatty(2) || stderr_is_journal();
 	}
 };
 
@@ -78,13 +88,33 @@ int log_level() noexcept
 	return sink().level;
 }
 
+bool errors_unseen() noexcept
+{
+	return !sink().seen;
+}
+
 void log_write(int level, std::string_view message) noexcept
 {
 	static const char *names[] = {"", "error", "warning", "notice", "debug"};
+	auto &s = sink();
 	std::string line = "<librpmem>: <" + std::to_string(level) + "> [" +
 	                   names[std::min(level, 4)] + "] " + std::string(message) + "\n";
-	ssize_t r = ::write(sink().fd, line.data(), line.size());
-	(void)r;
+	if (level <= s.level) {
+		ssize_t r = ::write(s.fd, line.data(), line.size());
+		(void)r;
+	}
+	if (level != 1 || s.seen)
+		return;
+	std::lock_guard g(s.mu);
+	if (s.syslogged == max_syslog_errors)
+		return;
+	// No openlog(): the application's identity and options stay its own.
+	line.pop_back();
+	syslog(LOG_USER | LOG_ERR, "%s", line.c_str());
+	if (++s.syslogged == max_syslog_errors)
+		syslog(LOG_USER | LOG_ERR,
+		       "<librpmem>: further errors are not sent to syslog: set RPMEM_LOG_FILE (and "
+		       "RPMEM_LOG_LEVEL) to keep them all");
 }
 
 } // namespace rpmem::client
