@@ -100,12 +100,15 @@ public:
 	pool_export(const pool_export &) = delete;
 	pool_export &operator=(const pool_export &) = delete;
 
-	/** A call failed; `connection`: not about its arguments, so the pool is failed. */
+	/** A call failed; `connection`: not about its arguments, so the pool is failed. The
+	 *  first such failure writes the file at once: it says so before the failing call
+	 *  returns (libpmemobj may end the process right after). Call it with no lock held
+	 *  that a source of the exporter takes. */
 	void error(bool connection) noexcept
 	{
 		errors_.fetch_add(1, std::memory_order_relaxed);
-		if (connection)
-			failed_.store(true, std::memory_order_relaxed);
+		if (connection && !failed_.exchange(true, std::memory_order_relaxed))
+			state_changed();
 	}
 	/** A persist, drain or barrier returned successfully at `now` (unix_now_ns()); not
 	 *  recorded while the pool is lost (replicated_pool: the call did not reach it). */

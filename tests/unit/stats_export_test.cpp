@@ -344,6 +344,24 @@ TEST_CASE("the metrics file is written through no link and adopts no file plante
 	CHECK(slurp(file).find("rpmem_pool_info{") != std::string::npos);
 }
 
+TEST_CASE("a pool whose connection fails is reported failed before the failing call returns",
+          "[stats]")
+{
+	temp_dir d;
+	const auto file = d.path / "m.json";
+	stats_exporter e(file.string(), std::chrono::milliseconds(3600000));
+	pool_export pool(e, [] { return sample_report(); });
+	pool.error(false); // a bad argument: the pool is fine, nothing to say before the interval
+	CHECK(!fs::exists(file));
+	pool.error(true); // the connection failed: said now, not an interval later
+	REQUIRE(fs::exists(file));
+	auto s = metrics_samples(file.string());
+	INFO(slurp(file) << "\nparsed:\n" << s.output);
+	REQUIRE(s.status == 0);
+	CHECK(s.output.find("} failed\n") != std::string::npos);
+	CHECK(s.output.find("} connected\n") == std::string::npos);
+}
+
 TEST_CASE("a latency counts in the power-of-two bucket it falls in, the last one open-ended",
           "[stats]")
 {
