@@ -65,9 +65,14 @@ struct log_sink {
 		if (level == 0 || !file || !*file)
 			return;
 		std::string path = file;
-		if (path.back() == '-')
+		int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
+		if (path.back() == '-') {
+			// A name anyone can predict: a link planted there is not followed (it
+			// would append to a file of the planter's choosing, with our rights).
 			path += std::to_string(getpid());
-		int f = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+			flags |= O_NOFOLLOW;
+		}
+		int f = ::open(path.c_str(), flags, 0600);
 		if (f >= 0)
 			fd = f;
 		else // the log goes to stderr after all

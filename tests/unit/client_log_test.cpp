@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <sched.h>
 #include <string>
 #include <sys/mount.h>
@@ -63,7 +64,8 @@ int listen_as_syslog(int report)
 
 /** Logs `message` as an error in a child with `env` (NAME=VALUE, or NAME alone to unset) and
  *  stderr a pipe: neither a terminal nor the journal. */
-seen log_error_in_child(std::initializer_list<const char *> env, const std::string &message)
+seen log_error_in_child(std::initializer_list<const char *> env, const std::string &message,
+                        void (*before)() = nullptr)
 {
 	int to_parent[2], err_pipe[2];
 	REQUIRE(::pipe(to_parent) == 0);
@@ -80,6 +82,8 @@ seen log_error_in_child(std::initializer_list<const char *> env, const std::stri
 		::unsetenv("JOURNAL_STREAM");
 		for (const char *e : env)
 			std::strchr(e, '=') ? ::putenv(const_cast<char *>(e)) : ::unsetenv(e);
+		if (before)
+			before();
 		rpmem::client::log(1, "{}", message);
 		// syslog(3) sent its datagram before it returned: it is queued on the socket.
 		std::string got;
@@ -150,4 +154,33 @@ TEST_CASE("an error the log file keeps is not sent to syslog", "[log]")
 	CHECK_THAT(std::string(line), Catch::Contains("kept in the file"));
 	::unlink(file.c_str());
 	::rmdir(dir);
+}
+
+TEST_CASE("a per-process log file is not written through a link planted at its name", "[log]")
+{
+	// RPMEM_LOG_FILE=.../client.log- names the file after the PID: anyone can predict it.
+	static char dir[] = "/tmp/rpmem-log-XXXXXX";
+	REQUIRE(::mkdtemp(dir) != nullptr);
+	static const std::string victim = std::string(dir) + "/victim";
+	std::FILE *v = std::fopen(victim.c_str(), "w");
+	REQUIRE(v);
+	std::fputs("precious\n", v);
+	std::fclose(v);
+	const std::string env = "RPMEM_LOG_FILE=" + std::string(dir) + "/client.log-";
+	auto s = log_error_in_child({"RPMEM_LOG_LEVEL=1", env.c_str()}, "not in the victim", [] {
+		auto planted = std::string(dir) + "/client.log-" + std::to_string(::getpid());
+		if (::symlink(victim.c_str(), planted.c_str()) != 0)
+			::_exit(3);
+	});
+	char line[64] = {};
+	v = std::fopen(victim.c_str(), "r");
+	REQUIRE(v);
+	CHECK(std::fgets(line, sizeof line, v) != nullptr);
+	CHECK(std::fgets(line + 9, sizeof line - 9, v) == nullptr); // one line only
+	std::fclose(v);
+	CHECK(std::string(line) == "precious\n");
+	// The error still reached an operator: on stderr (the log fell back to it) and syslog.
+	CHECK_THAT(s.stderr_text, Catch::Contains("not in the victim"));
+	CHECK_THAT(s.syslog, Catch::Contains("not in the victim"));
+	std::filesystem::remove_all(dir);
 }
