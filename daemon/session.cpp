@@ -316,6 +316,8 @@ private:
 			            e.errnum(), e.message());
 			return exit_ok;
 		}
+		// Named from here: a client gone before the answer leaves this pool to judge.
+		descriptor_ = req.descriptor;
 		resp.fabric = target_->params();
 		resp.pool_size = pool_->size();
 		resp.is_pmem = pool_->is_pmem();
@@ -325,7 +327,6 @@ private:
 		// this host lists the session.
 		status_.publish(req.descriptor, create, *pool_, resp.fabric);
 		ctl::send(io_, ctl::encode(resp, resp_type));
-		descriptor_ = req.descriptor;
 		log_notice("{}: session start: {} pool {} ({} bytes), {} lanes over {} "
 		           "connection(s), provider {}, persist method {}, made durable by {}; {}",
 		           peer_, create ? "created" : "opened", req.descriptor, req.pool_size,

@@ -2,6 +2,7 @@
 // rpmemd's control loop (daemon/session.cpp) on a socketpair, against a real pool store in a
 // temporary directory and a fake fabric target (the one part that needs libfabric; the
 // integration tests run the real one). The client side speaks the real control codec.
+#include "log.hpp"
 #include "pool_store.hpp"
 #include "session.hpp"
 
@@ -15,6 +16,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -201,6 +203,32 @@ struct session_fixture {
 	}
 };
 
+/** rpmemd's log while it lives: stderr into a file, at level info (restored after). */
+struct captured_log {
+	fs::path file = fs::temp_directory_path() / fmt::format("rpmemd-log-{}", ::getpid());
+	int saved = ::dup(2);
+	captured_log()
+	{
+		int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		REQUIRE(fd >= 0);
+		::dup2(fd, 2);
+		::close(fd);
+		rpmemd::logger::instance().init_stderr(rpmemd::log_level::info);
+	}
+	~captured_log()
+	{
+		rpmemd::logger::instance().init_stderr();
+		::dup2(saved, 2);
+		::close(saved);
+		fs::remove(file);
+	}
+	std::string text() const
+	{
+		std::ifstream in(file);
+		return std::string(std::istreambuf_iterator<char>(in), {});
+	}
+};
+
 } // namespace
 
 TEST_CASE("session: create hands the fabric target the pool and the client's request", "[session]")
@@ -292,6 +320,26 @@ TEST_CASE("session: a client that goes before its fabric connects leaves no pool
 	f.hang_up();
 	CHECK(f.wait_exit() == rpmemd::exit_peer_gone);
 	CHECK(f.fake.stopped);
+	CHECK_FALSE(fs::exists(f.part()));
+}
+
+TEST_CASE("session: a create whose answer finds the client gone names the pool it removes",
+          "[session]")
+{
+	// The client asks and goes: the answer cannot be sent (EPIPE), the creation never
+	// completed, and the log says which pool it was (it once said "pool  did not complete").
+	session_fixture f;
+	captured_log log;
+	f.start();
+	auto r = f.request();
+	r.attr = f.attr();
+	ctl::send(*f.client, ctl::encode(r, ctl::msg_type::create));
+	f.hang_up();
+	CHECK(f.wait_exit() == rpmemd::exit_peer_gone);
+	const auto text = log.text();
+	INFO(text);
+	CHECK_THAT(text, Catch::Contains("the creation of pool p.set did not complete"));
+	CHECK_THAT(text, Catch::Contains("session end: pool p.set,"));
 	CHECK_FALSE(fs::exists(f.part()));
 }
 
