@@ -34,6 +34,11 @@ void session_status::publish(const std::string &descriptor, bool create, const p
 	r.lanes = fabric.nlanes;
 	r.version = RPMEMD_VERSION;
 	const auto dir = cfg_.status_dir.empty() ? ctl::default_session_dir() : cfg_.status_dir;
+	// Records of sessions killed before they could remove theirs go first: the list stays
+	// true without `rpmem status --prune`.
+	if (auto n = ctl::prune_gone(dir))
+		log_info("{}: removed {} status record(s) of rpmemd sessions that are gone", peer_,
+		         n);
 	if (auto why = file_.publish(dir, r))
 		log_warn("{}: no status record for `rpmem status`: {} (set status-dir)", peer_,
 		         *why);

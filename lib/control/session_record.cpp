@@ -228,6 +228,15 @@ bool still_gone(const std::string &file, const session_record &r)
 	return !start || *start != r.process_start;
 }
 
+std::size_t prune_gone(const std::string &dir)
+{
+	std::size_t removed = 0;
+	for (const auto &s : list_sessions(dir))
+		if (!s.alive && still_gone(s.file, s.record) && ::unlink(s.file.c_str()) == 0)
+			++removed;
+	return removed;
+}
+
 std::optional<std::string> session_file::publish(const std::string &dir, const session_record &r)
 {
 	if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)

@@ -67,6 +67,11 @@ std::vector<listed_session> list_sessions(const std::string &dir, std::string *p
  *  checks again just before it removes a record (a new session may have reused the PID). */
 bool still_gone(const std::string &file, const session_record &r);
 
+/** Removes the records in dir whose rpmemd is gone (checked again with still_gone just before
+ *  each removal); returns how many. What rpmemd does when a session publishes its record, so
+ *  killed sessions do not stay listed until `rpmem status --prune`. */
+std::size_t prune_gone(const std::string &dir);
+
 /**
  * rpmemd's side: publishes a record under dir (created 0700 if needed; a directory that is a
  * symbolic link or owned by another user is refused) and removes it when destroyed or

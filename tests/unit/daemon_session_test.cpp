@@ -9,6 +9,7 @@
 #include "checksum/block_sums.hpp"
 #include "control/codec.hpp"
 #include "control/fd_stream.hpp"
+#include "control/session_record.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -341,6 +342,34 @@ TEST_CASE("session: a create whose answer finds the client gone names the pool i
 	CHECK_THAT(text, Catch::Contains("the creation of pool p.set did not complete"));
 	CHECK_THAT(text, Catch::Contains("session end: pool p.set,"));
 	CHECK_FALSE(fs::exists(f.part()));
+}
+
+TEST_CASE("session: the records of sessions that are gone are removed when a pool opens",
+          "[session]")
+{
+	// A killed rpmemd cannot remove its status record; the next session does, so `rpmem
+	// status` does not list it as gone forever (or until --prune).
+	session_fixture f;
+	const auto dir = f.root / "sessions";
+	fs::create_directory(dir);
+	fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
+	f.cfg.status_dir = dir.string();
+	ctl::session_record killed;
+	killed.pid = 0x3ffffff0; // above pid_max: no such process
+	killed.process_start = 42;
+	killed.descriptor = "old.set";
+	const auto stale = dir / "1073741808.session";
+	std::ofstream(stale) << ctl::encode(killed);
+	REQUIRE(ctl::list_sessions(dir.string()).size() == 1);
+	f.start();
+	REQUIRE(f.create().st == ctl::status::success);
+	CHECK(!fs::exists(stale));
+	auto listed = ctl::list_sessions(dir.string());
+	REQUIRE(listed.size() == 1);
+	CHECK(listed[0].record.pid == ::getpid());
+	CHECK(listed[0].alive);
+	f.close();
+	CHECK(f.wait_exit() == rpmemd::exit_ok);
 }
 
 TEST_CASE("session: a silent client, or a broken fabric, ends the session and frees the pool",
