@@ -193,6 +193,22 @@ part_file open_existing(const std::string &path, std::uint64_t size, unsigned li
 	return f;
 }
 
+/** create's existing part may be a symbolic link only to a character device (a Device DAX,
+ *  /dev/daxX.Y, as udev names them); a link to a file is refused (EEXIST). */
+void refuse_link_to_file(const std::string &path, const part_rules &r)
+{
+	struct stat link = {}, target = {};
+	if (lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode))
+		return;
+	if (stat(path.c_str(), &target) == 0 && S_ISCHR(target.st_mode))
+		return;
+	throw rpmem::error(EEXIST, fmt::format("cannot create {}: part {} already exists as a "
+	                                       "symbolic link to a file; a new part is never "
+	                                       "written through a link: remove it, or name the "
+	                                       "file itself in the pool set",
+	                                       r.owner.empty() ? "the pool" : r.owner, path));
+}
+
 /** An existing part create may take over: empty, or as large as declared with a zeroed head
  *  (what a removed pool leaves on a Device DAX). Else EEXIST: it belongs to a pool. */
 void adopt_or_throw(const part_file &f, unsigned line, const part_rules &r)
@@ -229,7 +245,10 @@ part_file create_part(const std::string &path, std::uint64_t size, unsigned line
 	part_file f;
 	if (fd < 0 && errno == EEXIST) {
 		// An earlier pool's part left unused, or a Device DAX: adopted when empty or
-		// of the declared size with a zeroed head (PMDK's rule).
+		// of the declared size with a zeroed head (PMDK's rule). A link is taken only
+		// to a Device DAX: one planted at a part's name must not make the pool write
+		// into whatever file it points at.
+		refuse_link_to_file(path, rules);
 		f = open_existing(path, size, line, rules, false);
 		adopt_or_throw(f, line, rules);
 	} else if (fd < 0) {

@@ -277,3 +277,16 @@ TEST_CASE("discard removes what create made and zeroes the heads it adopted", "[
 	const auto *b = reinterpret_cast<const std::uint8_t *>(&*head);
 	CHECK(std::all_of(b, b + sizeof(*head), [](auto x) { return x == 0; }));
 }
+
+TEST_CASE("create never writes a pool through a link planted at a part's name", "[pmdk][parts]")
+{
+	tmp_dir d;
+	auto specs = d.parts({2 * MiB});
+	const auto victim = d.root / "victim";
+	write_file(victim.string(), 0, 0); // empty: would be adopted as an unused part
+	fs::create_symlink(victim, specs[0].path);
+	auto [e, msg] = failure_of([&] { part_set::create(specs, 1, part_rules{}); });
+	CHECK(e == EEXIST);
+	CHECK_THAT(msg, Catch::Contains(specs[0].path) && Catch::Contains("symbolic link"));
+	CHECK(fs::file_size(victim) == 0); // untouched
+}
