@@ -15,6 +15,7 @@
 
 #include "pmdk/part_set.hpp"
 #include "pmdk/pool_header.hpp"
+#include "posix/file.hpp"
 #include "rpmem/error.hpp"
 
 #include <CLI/CLI.hpp>
@@ -22,7 +23,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 namespace rpmem::tool
 {
@@ -156,10 +156,11 @@ void relink(replica_parts &rp, const pmdk::uuid &self)
 
 void write_output(const promote_args &a, const poolset::poolset &ps)
 {
-	std::string text = poolset::to_string(ps);
-	std::ofstream out(a.output, std::ios::trunc);
-	if (!(out << text) || !out.flush())
-		throw failure(fmt::format("cannot write {}: {}", a.output, std::strerror(errno)));
+	// Written beside it and renamed over it: a link planted at the name is replaced, never
+	// followed, and a reader never sees half a pool set file.
+	std::string why;
+	if (posix::replace_file(a.output, poolset::to_string(ps), 0644, &why) != 0)
+		throw failure(fmt::format("cannot write {}: {}", a.output, why));
 	say(a.json,
 	    "wrote {}: open it with libpmemobj; to replicate again, add replicas "
 	    "with `pmempool transform`\n",

@@ -181,7 +181,10 @@ public:
 	{
 		if (path.empty())
 			return;
-		f_ = std::fopen(path.c_str(), "w");
+		// Follows no link planted at the name (O_NOFOLLOW).
+		int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		                0644);
+		f_ = fd < 0 ? nullptr : ::fdopen(fd, "w");
 		if (!f_)
 			throw rpmem::error(errno, fmt::format("cannot create the checksum log {}: "
 			                                      "check the directory and --log",
