@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rpmemd's pool store: pool sets on disk under the poolset directory. Create, open, set the
-// attributes of, close and remove pools with PMDK's rules (librpmem 1.12 reference §6.4, §6.6),
+// attributes of, close and remove pools with PMDK's rules (docs/design.md, PMDK §P2),
 // PMDK-compatible headers, one flock per part and descriptors confined to the directory.
 #pragma once
 
@@ -41,7 +41,7 @@ inline constexpr std::uint64_t min_pool_size = 8u << 10;
 /**
  * An open pool: every part mapped into one contiguous range and flock(LOCK_EX|LOCK_NB)-ed.
  * Offset 0 is the start of part 0 (its header included); every part after the first is mapped
- * from past its own 4 KiB header, so offsets stay contiguous (reference §7.7). The destructor
+ * from past its own 4 KiB header, so offsets stay contiguous (docs/design.md, PMDK §P2). The destructor
  * marks a clean shutdown (SDS pools), unmaps and unlocks; it never throws.
  */
 class pool
@@ -56,7 +56,7 @@ public:
 	std::uint64_t size() const noexcept { return map_->size(); }
 	bool is_pmem() const noexcept { return map_->is_pmem(); }
 	bool has_headers() const noexcept { return nhdrs_ > 0; }
-	/** The attributes stored in part 0's header (reference §1.3); zeros for NOHDRS. */
+	/** The attributes stored in part 0's header (docs/design.md, PMDK §P3); zeros for NOHDRS. */
 	rpmem::control::pool_attr attr() const { return attr_; }
 	/** Rewrites every part header (links, checksum) durably. nullopt or zeros are valid
 	 * only for NOHDRS pools. Throws store_error(pool_cfg) on a mismatch. */
