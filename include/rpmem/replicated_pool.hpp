@@ -30,10 +30,11 @@
 //
 // Failures: by default a lost replica fails the call (rpmem::error) and every later one until
 // resync(); with failure_policy::degrade the pool keeps going on the remaining replicas,
-// reports the lost one (on_replica_lost, replicas()), records what it misses, reconnects it by
-// itself and catches it up while the calls go on (options::reconnect; resync() does the same on
-// request). Under degrade every remote replica is marked "possibly behind" from open until a
-// clean close, as in asynchronous mode: a replica left behind is never taken as current.
+// reports the lost one (on_replica_lost, replicas()), records what it misses and, in synchronous
+// mode, reconnects it by itself and catches it up while the calls go on (options::reconnect;
+// resync() does the same on request, in either mode). Under degrade every remote replica is marked
+// "possibly behind" from open until a clean close, as in asynchronous mode: a replica left behind
+// is never taken as current.
 //
 // Thread safety: persist/flush+drain/barrier may be called from several threads, each on a lane
 // of its own (a drain() covers the calling thread's flush() calls); resync() runs beside them

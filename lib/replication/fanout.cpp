@@ -70,6 +70,10 @@ void replicated_pool::impl::notify_lost()
 		lost.swap(lost_unreported);
 		any_unreported.store(false, std::memory_order_relaxed);
 	}
+	for (const auto &st : lost)
+		for (const auto &r : remotes)
+			if (r.index == st.index)
+				metrics_changed(r);
 	if (opts.on_replica_lost)
 		for (const auto &st : lost)
 			opts.on_replica_lost(st);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// replicated_pool's healer (failure_policy::degrade): a thread that reconnects every lost remote
-// replica by itself, attempts spaced out (doubling up to 2 s), and catches it up while the
-// calls go on (impl::catch_up, resync.cpp). A replica lost at open, or one whose catch-up found
-// it re-created, is compared by block checksums first; one lost in session is caught up from
+// replicated_pool's healer (failure_policy::degrade, synchronous mode): a thread that reconnects
+// every lost remote replica by itself, attempts spaced out (doubling up to 2 s), and catches it up
+// while the calls go on (impl::catch_up, resync.cpp). A replica lost at open, or one whose catch-up
+// found it re-created, is compared by block checksums first; one lost in session is caught up from
 // its dirty map alone.
 #include "replication/replicated_pool_impl.hpp"
 
@@ -28,7 +28,11 @@ constexpr std::chrono::milliseconds max_delay{2000};
 
 void replicated_pool::impl::start_healer()
 {
-	if (opts.on_failure != failure_policy::degrade || !opts.reconnect || remotes.empty())
+	// Asynchronous mode promises that a replica holds a prefix of the persists at every
+	// moment; a replica being caught up from the master's memory does not, so there bringing
+	// it back stays the application's call (resync()).
+	if (opts.on_failure != failure_policy::degrade || !opts.reconnect || remotes.empty() ||
+	    opts.replication == mode::asynchronous)
 		return;
 	client::exit_guard::install();
 	healer = std::thread([this] { heal_loop(); });
@@ -68,6 +72,7 @@ void replicated_pool::impl::heal_loop()
 		auto &r = remotes[pick];
 		r.catching_up = true;
 		g.unlock();
+		metrics_changed(r);
 		std::string why;
 		bool back = false;
 		if (client::exit_guard::get().enter()) { // no new session while the process exits
@@ -82,6 +87,9 @@ void replicated_pool::impl::heal_loop()
 		}
 		g.lock();
 		r.catching_up = false;
+		g.unlock();
+		metrics_changed(r); // back in sync, or lost again
+		g.lock();
 		if (back) {
 			delay[pick] = first_delay;
 			continue;

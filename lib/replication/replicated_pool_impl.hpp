@@ -220,6 +220,14 @@ struct replicated_pool::impl {
 		for (auto &e : exports)
 			e->durable(now);
 	}
+	/** r's state changed: the metrics file says so now (with state_mu not held: the report
+	 *  takes it). */
+	void metrics_changed(const remote_replica &r) noexcept
+	{
+		for (std::size_t k = 0; k < exports.size() && k < remotes.size(); ++k)
+			if (&remotes[k] == &r)
+				exports[k]->state_changed();
+	}
 	/** Writes every replica's final report (close). */
 	void finish_export() noexcept
 	{

@@ -1323,7 +1323,8 @@ bool wait_state(const replicated_pool &p, std::size_t i, const std::string &stat
 
 } // namespace
 
-TEST_CASE("replicated_pool, degrade: a lost replica is reconnected and caught up by itself while "
+TEST_CASE("replicated_pool, synchronous, degrade: a lost replica is reconnected and caught up by "
+          "itself while "
           "four threads persist, the other in service throughout",
           "[replication][fault][outage]")
 {
@@ -1331,11 +1332,6 @@ TEST_CASE("replicated_pool, degrade: a lost replica is reconnected and caught up
 	replicated_setup s(server, 2, {"8M"}, false, "8M");
 	replicated_pool::options o;
 	o.on_failure = replicated_pool::failure_policy::degrade;
-	SECTION("synchronous") {}
-	SECTION("asynchronous")
-	{
-		o.replication = replicated_pool::mode::asynchronous;
-	}
 	auto p = replicated_pool::create(s.path(), s.options(o));
 	{
 		writers w(p, 4);
