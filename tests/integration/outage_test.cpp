@@ -188,6 +188,27 @@ struct loopback {
 	replica node{server};
 };
 
+/** The replica's sshd in a network namespace of its own, the writer in another: a link to
+ *  cut (netns.hpp). */
+struct split_hosts {
+	static netns_pair &checked(std::unique_ptr<netns_pair> &p)
+	{
+		std::string why;
+		if (!netns_pair::available(&why))
+			FAIL("network namespaces are needed and not available: " << why);
+		p = std::make_unique<netns_pair>();
+		return *p;
+	}
+	std::unique_ptr<netns_pair> owned;
+	netns_pair &net = checked(owned);
+	std::unique_ptr<sshd> server = [this] {
+		std::unique_ptr<sshd> s;
+		net.in_server([&] { s = std::make_unique<sshd>(net.server_address()); });
+		return s;
+	}();
+	replica node{*server};
+};
+
 } // namespace
 
 TEST_CASE("outage, synchronous: rpmemd killed mid-stream, the writer never sees an error and "
@@ -259,14 +280,10 @@ TEST_CASE("outage, synchronous: the replica host refuses logins while rpmemd is 
 TEST_CASE("outage, synchronous: the link cut for 2 s, the writer never sees an error",
           "[outage][capi][pmemobj][netns]")
 {
-	std::string why;
-	if (!netns_pair::available(&why))
-		FAIL("network namespaces are needed and not available: " << why);
-	netns_pair net;
-	std::unique_ptr<sshd> server;
-	net.in_server([&] { server = std::make_unique<sshd>(net.server_address()); });
-	replica node(*server);
-	log_setup s(*server, node, net.client_ns());
+	split_hosts hosts;
+	auto &net = hosts.net;
+	auto &node = hosts.node;
+	log_setup s(*hosts.server, node, net.client_ns());
 	auto w = s.start({"RPMEM_ON_OUTAGE=fail", "RPMEM_RECONNECT_TIMEOUT=30000"});
 	s.wait_total(2000, *w);
 	net.set_link(false);
@@ -284,14 +301,10 @@ TEST_CASE("outage, continue: the link down longer than the reconnect timeout, th
           "on, the replica catches up online and matches the master",
           "[outage][capi][pmemobj][netns]")
 {
-	std::string why;
-	if (!netns_pair::available(&why))
-		FAIL("network namespaces are needed and not available: " << why);
-	netns_pair net;
-	std::unique_ptr<sshd> server;
-	net.in_server([&] { server = std::make_unique<sshd>(net.server_address()); });
-	replica node(*server);
-	log_setup s(*server, node, net.client_ns());
+	split_hosts hosts;
+	auto &net = hosts.net;
+	auto &node = hosts.node;
+	log_setup s(*hosts.server, node, net.client_ns());
 	auto w = s.start({"RPMEM_RECONNECT_TIMEOUT=1000", "RPMEM_STATS_INTERVAL=100"});
 	s.wait_total(2000, *w);
 	net.set_link(false);
@@ -315,4 +328,107 @@ TEST_CASE("outage, continue: the link down longer than the reconnect timeout, th
 	CHECK(s.errors().find("replica in_sync (caught up") != std::string::npos);
 	s.finish(*w);
 	s.check_replica();
+}
+
+TEST_CASE("outage, continue: the writer killed at random points of an outage and of the catch-up "
+          "leaves its replica marked and refused until rpmem sync, which restores every record",
+          "[outage][capi][pmemobj][netns][kill]")
+{
+	split_hosts hosts;
+	auto &net = hosts.net;
+	auto &node = hosts.node;
+	log_setup s(*hosts.server, node, net.client_ns());
+	const std::string tool = RPMEM_BINARY_DIR "/bin/rpmem";
+	const auto remote_set = (node.dir() / "log.set").string();
+	const auto local_set = (s.dir() / "pool.set").string();
+	// In the client's namespace, with the writer's environment (our librpmem, the sshd).
+	std::string in_client = net.exec_client() + "env";
+	for (const auto &v : s.environment({}))
+		in_client += " '" + v + "'";
+	std::mt19937 rng(std::random_device{}());
+	// 50 in the suite; RPMEM_TEST_OUTAGE_KILLS=N for a longer run.
+	int rounds = 50;
+	if (const char *n = std::getenv("RPMEM_TEST_OUTAGE_KILLS"))
+		rounds = std::max(1, std::atoi(n));
+	int in_outage = 0, in_catch_up = 0;
+	for (int i = 0; i < rounds; ++i) {
+		auto w = s.start({"RPMEM_RECONNECT_TIMEOUT=300", "RPMEM_RECONNECT_DELAY=20"});
+		s.wait_total(200 + rng() % 800, *w);
+		net.set_link(false);
+		const bool during_outage = rng() % 2;
+		if (during_outage) {
+			// Killed while the replica is away (reconnecting, or lost and tracked).
+			std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 1500));
+		} else {
+			// Killed after the link is back: reconnecting, catching up or in sync.
+			std::this_thread::sleep_for(std::chrono::milliseconds(500 + rng() % 1000));
+			net.set_link(true);
+			std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 400));
+		}
+		w->kill(SIGKILL);
+		REQUIRE(w->wait(std::chrono::seconds(30)));
+		net.set_link(true);
+		(during_outage ? in_outage : in_catch_up)++;
+		for (int k = 0; k < 1000 && find_rpmemd(node.dir().string()) > 0; ++k)
+			std::this_thread::sleep_for(std::chrono::milliseconds(10));
+		INFO("kill " << i
+		             << (during_outage ? " during the outage" : " after the link was back")
+		             << "; the writer's stderr:\n"
+		             << s.errors());
+		// Marked: promote refuses it without --force, stock libpmemobj under
+		// RPMEM_ON_OUTAGE=fail refuses it too.
+		auto refused = run(fmt::format("{} promote --dry-run {}", tool, remote_set));
+		INFO("rpmem promote printed:\n" << refused.output);
+		CHECK(refused.status != 0);
+		CHECK(refused.output.find("may be behind its master") != std::string::npos);
+		auto strict = run(fmt::format(
+		    "{} 'RPMEM_ON_OUTAGE=fail' {}/bin/rpmem_pmemobj_log check {} {}", in_client,
+		    RPMEM_BINARY_DIR, local_set, (s.dir() / "history").string()));
+		INFO("pmemobj_log check under RPMEM_ON_OUTAGE=fail printed:\n" << strict.output);
+		CHECK(strict.status != 0);
+		CHECK(strict.output.find("pmemobj_open") != std::string::npos);
+		// rpmem sync brings it back: then every acknowledged record is on it.
+		auto synced = run(fmt::format("{} {} sync {}", in_client, tool, local_set));
+		INFO("rpmem sync printed:\n" << synced.output);
+		REQUIRE(synced.status == 0);
+		s.check_replica();
+	}
+	INFO(in_outage << " kills during the outage, " << in_catch_up
+	               << " after the link came back");
+	CHECK(in_outage > 0);
+	CHECK(in_catch_up > 0);
+}
+
+TEST_CASE("outage, continue: the master lost while the replica is away, rpmem promote refuses "
+          "the replica without --force and says why",
+          "[outage][capi][pmemobj][netns]")
+{
+	split_hosts hosts;
+	auto &net = hosts.net;
+	auto &node = hosts.node;
+	log_setup s(*hosts.server, node, net.client_ns());
+	auto w = s.start({"RPMEM_RECONNECT_TIMEOUT=300"});
+	s.wait_total(1000, *w);
+	net.set_link(false);
+	const auto cut = s.total();
+	s.wait_total(cut + 2000, *w); // acknowledged without the replica
+	w->kill(SIGKILL);
+	REQUIRE(w->wait(std::chrono::seconds(30)));
+	fs::remove(s.dir() / "local.part"); // the master is lost
+	net.set_link(true);
+	for (int k = 0; k < 1000 && find_rpmemd(node.dir().string()) > 0; ++k)
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	const auto remote_set = (node.dir() / "log.set").string();
+	auto refused = run(fmt::format("{}/bin/rpmem promote {}", RPMEM_BINARY_DIR, remote_set));
+	INFO("rpmem promote printed:\n" << refused.output);
+	CHECK(refused.status != 0);
+	CHECK(refused.output.find("may be behind its master") != std::string::npos);
+	CHECK(refused.output.find("RPMEM_ON_OUTAGE=continue") != std::string::npos);
+	CHECK(refused.output.find("--force") != std::string::npos);
+	// With --force it is the master, knowingly: a pool libpmemobj opens.
+	const auto promoted = s.dir() / "promoted.set";
+	auto forced = run(fmt::format("{}/bin/rpmem promote --force {} --output {}",
+	                              RPMEM_BINARY_DIR, remote_set, promoted.string()));
+	INFO("rpmem promote --force printed:\n" << forced.output);
+	CHECK(forced.status == 0);
 }
