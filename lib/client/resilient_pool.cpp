@@ -208,8 +208,11 @@ pool_report resilient_pool::report() const
 void resilient_pool::set_state(state s, const std::string &why)
 {
 	const state was = state_.exchange(s);
+	// A transition of an outage is said at the default level (a terminal, the journal, else
+	// syslog); a clean close is not news.
 	if (was != s)
-		log(1, "{}:{}: replica {} ({})", cfg_.target, cfg_.descriptor, name(s), why);
+		log(s == state::closed ? 3 : 1, "{}:{}: replica {} ({})", cfg_.target,
+		    cfg_.descriptor, name(s), why);
 	cv_.notify_all();
 	if (auto *e = exported())
 		e->state_changed();
