@@ -307,6 +307,14 @@ TEST_CASE("outage, continue: the link down longer than the reconnect timeout, th
 	log_setup s(*hosts.server, node, net.client_ns());
 	auto w = s.start({"RPMEM_RECONNECT_TIMEOUT=1000", "RPMEM_STATS_INTERVAL=100"});
 	s.wait_total(2000, *w);
+	{
+		// Under continue, marked from open: rpmem status on the replica's host says so.
+		auto st = run(fmt::format("{}/bin/rpmem status --json --dir {}", RPMEM_BINARY_DIR,
+		                          (node.dir() / "sessions").string()));
+		INFO("rpmem status printed:\n" << st.output);
+		CHECK(st.status == 0);
+		CHECK(st.output.find("\"marked_behind\":true") != std::string::npos);
+	}
 	net.set_link(false);
 	// Lost after the timeout: the writer goes on without its replica.
 	const auto cut = s.total();

@@ -9,6 +9,7 @@
 
 #include "control/session_record.hpp"
 #include "pmdk/part_file.hpp"
+#include "pmdk/pool_header.hpp"
 #include "poolset/poolset.hpp"
 #include "json/json.hpp"
 
@@ -42,6 +43,22 @@ std::optional<std::int64_t> lock_holder_pid(const std::string &poolset_file)
 		return std::nullopt;
 	} catch (const std::exception &) {
 		return std::nullopt;
+	}
+}
+
+/** Whether the pool's part 0 header carries rpmem's "possibly behind" mark: its writer may
+ *  go on without it (asynchronous replication, or an outage under RPMEM_ON_OUTAGE=continue or
+ *  failure_policy::degrade), so it is not taken as current until a clean close or a sync. */
+bool marked_behind(const std::string &poolset_file)
+{
+	try {
+		auto ps = poolset::parse_file(poolset_file);
+		if (ps.replicas.empty() || ps.replicas[0].parts.empty() || ps.header_count(0) == 0)
+			return false;
+		const auto h = pmdk::peek_header(ps.replicas[0].parts[0].path);
+		return h && !pmdk::check_header_alone(*h) && pmdk::marked_behind(*h);
+	} catch (const std::exception &) {
+		return false;
 	}
 }
 
@@ -88,6 +105,7 @@ void print_json(const std::string &dir, const std::vector<control::listed_sessio
 		    .member("persist_method", r.method)
 		    .member("lanes", r.lanes)
 		    .member("version", r.version);
+		j.member("marked_behind", s.alive && marked_behind(r.poolset));
 		if (auto holder = s.alive ? lock_holder_pid(r.poolset) : std::nullopt)
 			j.member("lock_holder", *holder);
 		else
@@ -124,12 +142,15 @@ void print_text(const status_args &a, const std::string &dir,
 		auto holder = lock_holder_pid(r.poolset);
 		fmt::print(
 		    "  pid {}: {} ({}), {}, {} {} ago by {}, since {}; {} {}, {} lane(s), made "
-		    "durable by {}; lock held by {}; rpmemd {}\n",
+		    "durable by {}; lock held by {}; rpmemd {}{}\n",
 		    r.pid, r.descriptor, r.poolset, size_text(r.pool_size),
 		    r.created ? "created" : "opened", age_text(r.since), r.peer, utc_text(r.since),
 		    r.provider, r.method, r.lanes, r.is_pmem ? "pmem_persist" : "msync",
-		    holder ? fmt::format("pid {}", *holder) : std::string("nobody seen"),
-		    r.version);
+		    holder ? fmt::format("pid {}", *holder) : std::string("nobody seen"), r.version,
+		    marked_behind(r.poolset) ? "; marked possibly behind (its writer may go on "
+		                               "without it: not current until a clean close or "
+		                               "`rpmem sync`)"
+		                             : "");
 	}
 }
 
