@@ -41,8 +41,8 @@ inline constexpr std::uint64_t min_pool_size = 8u << 10;
 /**
  * An open pool: every part mapped into one contiguous range and flock(LOCK_EX|LOCK_NB)-ed.
  * Offset 0 is the start of part 0 (its header included); every part after the first is mapped
- * from past its own 4 KiB header, so offsets stay contiguous (docs/design.md, PMDK §P2). The destructor
- * marks a clean shutdown (SDS pools), unmaps and unlocks; it never throws.
+ * from past its own 4 KiB header, so offsets stay contiguous (docs/design.md, PMDK §P2). The
+ * destructor marks a clean shutdown (SDS pools), unmaps and unlocks; it never throws.
  */
 class pool
 {
@@ -56,7 +56,8 @@ public:
 	std::uint64_t size() const noexcept { return map_->size(); }
 	bool is_pmem() const noexcept { return map_->is_pmem(); }
 	bool has_headers() const noexcept { return nhdrs_ > 0; }
-	/** The attributes stored in part 0's header (docs/design.md, PMDK §P3); zeros for NOHDRS. */
+	/** The attributes stored in part 0's header (docs/design.md, PMDK §P3); zeros for NOHDRS.
+	 */
 	rpmem::control::pool_attr attr() const { return attr_; }
 	/** Rewrites every part header (links, checksum) durably. nullopt or zeros are valid
 	 * only for NOHDRS pools. Throws store_error(pool_cfg) on a mismatch. */

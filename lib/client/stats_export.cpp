@@ -99,7 +99,11 @@ pool_export::pool_export(stats_exporter &e, std::function<pool_report()> current
 
 pool_report pool_export::report(const char *state) const
 {
-	pool_report r = current_();
+	pool_report r;
+	{
+		std::lock_guard g(current_mu_);
+		r = current_();
+	}
 	r.errors = errors_.load(std::memory_order_relaxed);
 	r.last_persist_unix_ns = last_persist_ns_.load(std::memory_order_relaxed);
 	if (failed_.load(std::memory_order_relaxed))

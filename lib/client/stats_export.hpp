@@ -94,7 +94,7 @@ class pool_export
 public:
 	/** `current` gives the pool's report (target, stats, lag...); errors, last persist and
 	 *  a failed state are filled in from the counters below. Called on the exporter's
-	 *  thread until finish(). */
+	 *  thread and by finish(), never twice at once. */
 	pool_export(stats_exporter &e, std::function<pool_report()> current);
 	~pool_export() { finish("closed"); }
 	pool_export(const pool_export &) = delete;
@@ -132,6 +132,9 @@ private:
 
 	stats_exporter &exporter_;
 	std::function<pool_report()> current_;
+	/** Held while current_ runs: the exporter's thread and finish() (the owner's thread)
+	 *  both call it, and a source may keep state between calls. */
+	mutable std::mutex current_mu_;
 	std::uint64_t id_ = 0;
 	std::atomic<std::uint64_t> errors_{0};
 	std::atomic<std::int64_t> last_persist_ns_{0};

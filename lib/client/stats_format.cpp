@@ -85,7 +85,7 @@ const std::array<metric, 13> metrics = {{
 	                                 label(p.provider), label(p.method), p.mode, p.state),
 	                     nullptr, std::uint64_t{1}}};
      }},
-    {"rpmem_pool_up", "gauge", "1 while the pool's replica is connected and in sync, 0 otherwise",
+    {"rpmem_pool_up", "gauge", "1 while the pool's connection works, 0 after a failure or close",
      nullptr, nullptr,
      [](const pool_report &p) { return one(std::uint64_t{p.state == "connected"}); }},
     {"rpmem_pool_lanes", "gauge", "Lanes granted", "lanes", nullptr,

@@ -18,12 +18,12 @@ TEST_CASE("dirty_map: marks cover whole blocks, take merges neighbours and clear
 {
 	dirty_map m(1u << 20, 4096);
 	CHECK(m.empty());
-	m.mark(10, 1);           // block 0
-	m.mark(4096 * 3 - 1, 2); // blocks 2 and 3
-	m.mark(4096 * 64, 4096); // block 64: the second word
-	m.mark(4096 * 63, 1);    // block 63: ends the first word, joins block 64
-	m.mark(0, 0);            // nothing
-	m.mark(2u << 20, 4096);  // past the pool: nothing
+	m.mark(10, 1);                // block 0
+	m.mark(4096 * 3 - 1, 2);      // blocks 2 and 3
+	m.mark(4096 * 64, 4096);      // block 64: the second word
+	m.mark(4096 * 63, 1);         // block 63: ends the first word, joins block 64
+	m.mark(0, 0);                 // nothing
+	m.mark(2u << 20, 4096);       // past the pool: nothing
 	CHECK(m.bytes() == 5 * 4096); // blocks 0, 2, 3, 63 and 64
 	auto r = m.take();
 	REQUIRE(r.size() == 3);

@@ -205,7 +205,11 @@ std::vector<pool_report> every_metric()
 	async.lag_bytes = 4096;
 	async.lag_seconds = 0.25;
 	async.throttled = 3;
-	return {sample_report(), async};
+	auto healing = sample_report();
+	healing.descriptor = "healing.set";
+	healing.state = "catching_up";
+	healing.bytes_to_go = 8192;
+	return {sample_report(), async, healing};
 }
 
 /** The metric families of a Prometheus text (each its HELP, TYPE and samples), sorted: the
@@ -229,20 +233,24 @@ std::vector<std::string> families(const std::string &text)
 TEST_CASE("both formats of the metrics file hold every metric, byte for byte", "[stats]")
 {
 	// What rpmem 0.1 wrote (librpmem(7), METRICS): a reader that parses either file keeps
-	// working. Prometheus families may come in any order; their lines may not change.
+	// working. Prometheus families may come in any order; their lines may not change (new
+	// families and pools only add lines).
 	const std::string prometheus =
 	    R"golden(# HELP rpmem_pool_info A pool this process has open (1); its provider, persist method, mode, state
 # TYPE rpmem_pool_info gauge
 rpmem_pool_info{target="me@node\"2\\x",descriptor="pools/a b.set",provider="tcp",method="gpspm",mode="sync",state="connected"} 1
 rpmem_pool_info{target="me@node\"2\\x",descriptor="async.set",replica="1",provider="tcp",method="gpspm",mode="async",state="failed"} 1
+rpmem_pool_info{target="me@node\"2\\x",descriptor="healing.set",provider="tcp",method="gpspm",mode="sync",state="catching_up"} 1
 # HELP rpmem_pool_up 1 while the pool's connection works, 0 after a failure or close
 # TYPE rpmem_pool_up gauge
 rpmem_pool_up{target="me@node\"2\\x",descriptor="pools/a b.set"} 1
 rpmem_pool_up{target="me@node\"2\\x",descriptor="async.set",replica="1"} 0
+rpmem_pool_up{target="me@node\"2\\x",descriptor="healing.set"} 0
 # HELP rpmem_pool_lanes Lanes granted
 # TYPE rpmem_pool_lanes gauge
 rpmem_pool_lanes{target="me@node\"2\\x",descriptor="pools/a b.set"} 4
 rpmem_pool_lanes{target="me@node\"2\\x",descriptor="async.set",replica="1"} 4
+rpmem_pool_lanes{target="me@node\"2\\x",descriptor="healing.set"} 4
 # HELP rpmem_operations_total Calls that reached the replica, by kind
 # TYPE rpmem_operations_total counter
 rpmem_operations_total{target="me@node\"2\\x",descriptor="pools/a b.set",op="persist"} 10
@@ -255,16 +263,34 @@ rpmem_operations_total{target="me@node\"2\\x",descriptor="async.set",replica="1"
 rpmem_operations_total{target="me@node\"2\\x",descriptor="async.set",replica="1",op="drain"} 2
 rpmem_operations_total{target="me@node\"2\\x",descriptor="async.set",replica="1",op="read"} 5
 rpmem_operations_total{target="me@node\"2\\x",descriptor="async.set",replica="1",op="deep_persist"} 1
+rpmem_operations_total{target="me@node\"2\\x",descriptor="healing.set",op="persist"} 10
+rpmem_operations_total{target="me@node\"2\\x",descriptor="healing.set",op="flush"} 0
+rpmem_operations_total{target="me@node\"2\\x",descriptor="healing.set",op="drain"} 0
+rpmem_operations_total{target="me@node\"2\\x",descriptor="healing.set",op="read"} 0
+rpmem_operations_total{target="me@node\"2\\x",descriptor="healing.set",op="deep_persist"} 0
 # HELP rpmem_bytes_total Bytes made durable on the replica, or read back
 # TYPE rpmem_bytes_total counter
 rpmem_bytes_total{target="me@node\"2\\x",descriptor="pools/a b.set",op="persist"} 640
 rpmem_bytes_total{target="me@node\"2\\x",descriptor="pools/a b.set",op="read"} 0
 rpmem_bytes_total{target="me@node\"2\\x",descriptor="async.set",replica="1",op="persist"} 640
 rpmem_bytes_total{target="me@node\"2\\x",descriptor="async.set",replica="1",op="read"} 4096
+rpmem_bytes_total{target="me@node\"2\\x",descriptor="healing.set",op="persist"} 640
+rpmem_bytes_total{target="me@node\"2\\x",descriptor="healing.set",op="read"} 0
 # HELP rpmem_round_trips_total Round trips to the replica
 # TYPE rpmem_round_trips_total counter
 rpmem_round_trips_total{target="me@node\"2\\x",descriptor="pools/a b.set"} 10
 rpmem_round_trips_total{target="me@node\"2\\x",descriptor="async.set",replica="1"} 10
+rpmem_round_trips_total{target="me@node\"2\\x",descriptor="healing.set"} 10
+# HELP rpmem_errors_total Calls on the pool that failed
+# TYPE rpmem_errors_total counter
+rpmem_errors_total{target="me@node\"2\\x",descriptor="pools/a b.set"} 2
+rpmem_errors_total{target="me@node\"2\\x",descriptor="async.set",replica="1"} 2
+rpmem_errors_total{target="me@node\"2\\x",descriptor="healing.set"} 2
+# HELP rpmem_last_persist_timestamp_seconds When the last persist or drain returned successfully (0: none yet)
+# TYPE rpmem_last_persist_timestamp_seconds gauge
+rpmem_last_persist_timestamp_seconds{target="me@node\"2\\x",descriptor="pools/a b.set"} 1800000000
+rpmem_last_persist_timestamp_seconds{target="me@node\"2\\x",descriptor="async.set",replica="1"} 1800000000
+rpmem_last_persist_timestamp_seconds{target="me@node\"2\\x",descriptor="healing.set"} 1800000000
 # HELP rpmem_round_trip_seconds Round-trip latency quantiles since the pool opened (upper bound of a power-of-two bucket)
 # TYPE rpmem_round_trip_seconds gauge
 rpmem_round_trip_seconds{target="me@node\"2\\x",descriptor="pools/a b.set",quantile="0.5"} 3.2768e-05
@@ -275,14 +301,10 @@ rpmem_round_trip_seconds{target="me@node\"2\\x",descriptor="async.set",replica="
 rpmem_round_trip_seconds{target="me@node\"2\\x",descriptor="async.set",replica="1",quantile="0.9"} 0.002097152
 rpmem_round_trip_seconds{target="me@node\"2\\x",descriptor="async.set",replica="1",quantile="0.99"} 0.002097152
 rpmem_round_trip_seconds{target="me@node\"2\\x",descriptor="async.set",replica="1",quantile="0.999"} 0.002097152
-# HELP rpmem_errors_total Calls on the pool that failed
-# TYPE rpmem_errors_total counter
-rpmem_errors_total{target="me@node\"2\\x",descriptor="pools/a b.set"} 2
-rpmem_errors_total{target="me@node\"2\\x",descriptor="async.set",replica="1"} 2
-# HELP rpmem_last_persist_timestamp_seconds When the last persist or drain returned successfully (0: none yet)
-# TYPE rpmem_last_persist_timestamp_seconds gauge
-rpmem_last_persist_timestamp_seconds{target="me@node\"2\\x",descriptor="pools/a b.set"} 1800000000
-rpmem_last_persist_timestamp_seconds{target="me@node\"2\\x",descriptor="async.set",replica="1"} 1800000000
+rpmem_round_trip_seconds{target="me@node\"2\\x",descriptor="healing.set",quantile="0.5"} 3.2768e-05
+rpmem_round_trip_seconds{target="me@node\"2\\x",descriptor="healing.set",quantile="0.9"} 0.002097152
+rpmem_round_trip_seconds{target="me@node\"2\\x",descriptor="healing.set",quantile="0.99"} 0.002097152
+rpmem_round_trip_seconds{target="me@node\"2\\x",descriptor="healing.set",quantile="0.999"} 0.002097152
 # HELP rpmem_async_lag_bytes Bytes persisted locally, not yet on the replica (RPMEM_REPLICATION=async)
 # TYPE rpmem_async_lag_bytes gauge
 rpmem_async_lag_bytes{target="me@node\"2\\x",descriptor="async.set",replica="1"} 4096
@@ -292,12 +314,15 @@ rpmem_async_lag_seconds{target="me@node\"2\\x",descriptor="async.set",replica="1
 # HELP rpmem_async_throttled_total Persists that waited because the replica fell behind: the lag bound, or no room to copy them aside (RPMEM_REPLICATION=async)
 # TYPE rpmem_async_throttled_total counter
 rpmem_async_throttled_total{target="me@node\"2\\x",descriptor="async.set",replica="1"} 3
+# HELP rpmem_replica_bytes_to_go Bytes the replica lacks while lost or catching up (0: in sync)
+# TYPE rpmem_replica_bytes_to_go gauge
+rpmem_replica_bytes_to_go{target="me@node\"2\\x",descriptor="healing.set"} 8192
 # HELP rpmem_stats_timestamp_seconds When this file was written
 # TYPE rpmem_stats_timestamp_seconds gauge
 rpmem_stats_timestamp_seconds 1800000000.1234567
 )golden";
 	const std::string json =
-	    R"golden({"time_unix_ns":1800000000123456789,"pools":[{"target":"me@node\"2\\x","descriptor":"pools/a b.set","provider":"tcp","method":"gpspm","mode":"sync","state":"connected","lanes":4,"operations":{"persist":10,"flush":0,"drain":0,"read":0,"deep_persist":0},"bytes":{"persist":640,"read":0},"round_trips":10,"errors":2,"last_persist_unix_ns":1800000000000000000,"round_trip_ns":{"p50":32768,"p90":2097152,"p99":2097152,"p999":2097152}},{"target":"me@node\"2\\x","descriptor":"async.set","replica":1,"provider":"tcp","method":"gpspm","mode":"async","state":"failed","lanes":4,"operations":{"persist":10,"flush":3,"drain":2,"read":5,"deep_persist":1},"bytes":{"persist":640,"read":4096},"round_trips":10,"errors":2,"last_persist_unix_ns":1800000000000000000,"round_trip_ns":{"p50":32768,"p90":2097152,"p99":2097152,"p999":2097152},"async_lag_bytes":4096,"async_lag_seconds":0.25,"async_throttled":3}]}
+	    R"golden({"time_unix_ns":1800000000123456789,"pools":[{"target":"me@node\"2\\x","descriptor":"pools/a b.set","provider":"tcp","method":"gpspm","mode":"sync","state":"connected","lanes":4,"operations":{"persist":10,"flush":0,"drain":0,"read":0,"deep_persist":0},"bytes":{"persist":640,"read":0},"round_trips":10,"errors":2,"last_persist_unix_ns":1800000000000000000,"round_trip_ns":{"p50":32768,"p90":2097152,"p99":2097152,"p999":2097152}},{"target":"me@node\"2\\x","descriptor":"async.set","replica":1,"provider":"tcp","method":"gpspm","mode":"async","state":"failed","lanes":4,"operations":{"persist":10,"flush":3,"drain":2,"read":5,"deep_persist":1},"bytes":{"persist":640,"read":4096},"round_trips":10,"errors":2,"last_persist_unix_ns":1800000000000000000,"round_trip_ns":{"p50":32768,"p90":2097152,"p99":2097152,"p999":2097152},"async_lag_bytes":4096,"async_lag_seconds":0.25,"async_throttled":3},{"target":"me@node\"2\\x","descriptor":"healing.set","provider":"tcp","method":"gpspm","mode":"sync","state":"catching_up","lanes":4,"operations":{"persist":10,"flush":0,"drain":0,"read":0,"deep_persist":0},"bytes":{"persist":640,"read":0},"round_trips":10,"errors":2,"last_persist_unix_ns":1800000000000000000,"round_trip_ns":{"p50":32768,"p90":2097152,"p99":2097152,"p999":2097152},"bytes_to_go":8192}]}
 )golden";
 	const auto pools = every_metric();
 	const std::int64_t now = 1'800'000'000'123'456'789;
