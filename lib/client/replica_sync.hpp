@@ -105,6 +105,22 @@ struct sync_state {
 bool apply_sync(sync_destination &dest, const std::vector<byte_span> &ranges,
                 const sync_state &state, const progress_fn &progress = {});
 
+/** A catch-up round this small or smaller is the last: pushed with the calls held. */
+constexpr std::uint64_t final_round_bytes = 1u << 20;
+/** Rounds after which the last one is taken whatever its size. */
+constexpr int max_catch_up_rounds = 16;
+
+/** Whether a catch-up's round `round` (1, 2, ...), about to move `bytes` after a round that
+ *  moved `previous`, is its last, pushed with the calls held: it is small, or the rounds
+ *  stopped converging (the writers dirty about what a round moves, so more rounds would only
+ *  repeat it: 16 such rounds took minutes under load), or there were enough. The calls then
+ *  wait for at most what one round's time of writes dirtied. */
+constexpr bool last_catch_up_round(std::uint64_t bytes, std::uint64_t previous, int round)
+{
+	return bytes <= final_round_bytes || (round > 1 && bytes > previous / 2) ||
+	       round >= max_catch_up_rounds;
+}
+
 /** The same protocol with the ranges given a round at a time: next() until it returns none
  *  (a catch-up while the application keeps writing: a block written again after its round
  *  comes in a later one). Progress counts each round's bytes against that round. */

@@ -24,10 +24,6 @@ using clock_type = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds max_delay{2000};
 /** How often the healer looks at an idle session's keep-alive verdict. */
 constexpr std::chrono::milliseconds idle_check{250};
-/** A catch-up round this small or smaller is the last: pushed with the calls held. */
-constexpr std::uint64_t final_round_bytes = 1u << 20;
-/** Rounds after which the last one is taken whatever its size. */
-constexpr int max_rounds = 16;
 /** Relaxed flushes a lane keeps for a new session before one is drained anyway. */
 constexpr std::size_t max_flushed = 1024;
 
@@ -376,7 +372,7 @@ bool resilient_pool::catch_up()
 	const auto marked = pmdk::with_behind_mark(attr_, true);
 	replica_destination dest(*rp_, &marked, &marked); // marked while the pool is open
 	std::vector<byte_span> taken;
-	std::uint64_t moved = 0;
+	std::uint64_t moved = 0, previous = 0;
 	int round = 0;
 	bool final_step = false;
 	try {
@@ -394,21 +390,25 @@ bool resilient_pool::catch_up()
 			    std::uint64_t bytes = 0;
 			    for (const auto &r : taken)
 				    bytes += r.size();
-			    if (bytes <= final_round_bytes || ++round >= max_rounds) {
+			    if (last_catch_up_round(bytes, previous, ++round)) {
 				    // The last round, with the calls held: nothing changes
 				    // meanwhile.
 				    gate_.close();
 				    final_step = true;
 				    auto rest = dirty_.take();
 				    taken.insert(taken.end(), rest.begin(), rest.end());
+				    for (const auto &r : rest)
+					    bytes += r.size();
 			    }
-			    for (const auto &r : taken)
-				    moved += r.size();
+			    previous = bytes;
+			    moved += bytes;
+			    moving_.store(bytes, std::memory_order_relaxed);
 			    return taken;
 		    },
 		    {.found_marked = true});
 	} catch (const rpmem::error &e) {
 		dirty_.mark(taken); // may not have landed
+		moving_.store(0, std::memory_order_relaxed);
 		std::lock_guard l(mu_);
 		if (final_step)
 			gate_.open();
@@ -418,10 +418,11 @@ bool resilient_pool::catch_up()
 		set_state(state::lost, fmt::format("catching up failed: {}", e.message()));
 		return false;
 	}
+	moving_.store(0, std::memory_order_relaxed);
 	std::lock_guard l(mu_);
 	outage_start_ = {};
 	set_state(state::in_sync, fmt::format("caught up: {} bytes moved in {} round(s), {:.0f} ms",
-	                                      moved, round + 1, ms_since(start)));
+	                                      moved, round, ms_since(start)));
 	gate_.open();
 	return true;
 }

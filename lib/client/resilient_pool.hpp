@@ -67,7 +67,10 @@ public:
 
 	state current() const noexcept { return state_.load(); }
 	/** Bytes the replica lacks (lost or catching up): the dirty map's. */
-	std::uint64_t bytes_to_go() const noexcept { return dirty_.bytes(); }
+	std::uint64_t bytes_to_go() const noexcept
+	{
+		return dirty_.bytes() + moving_.load(std::memory_order_relaxed);
+	}
 	pool_report report() const override;
 
 private:
@@ -127,6 +130,7 @@ private:
 	};
 	std::unique_ptr<lane_state[]> lanes_; // a lane is used by one thread at a time (PMDK)
 	dirty_map dirty_;
+	std::atomic<std::uint64_t> moving_{0}; // the catch-up's round in flight
 
 	std::atomic<state> state_{state::in_sync};
 	mutable std::mutex mu_; // state changes, the cause, the outage's start

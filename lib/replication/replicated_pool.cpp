@@ -143,7 +143,7 @@ std::vector<replicated_pool::replica_status> replicated_pool::replicas() const
 	for (const auto &r : d.remotes) {
 		out[r.index] = {r.index, true, d.where(r), !r.lost, r.error};
 		out[r.index].state = !r.lost ? "connected" : r.catching_up ? "catching_up" : "lost";
-		out[r.index].bytes_to_go = r.lost && r.dirty ? r.dirty->bytes() : 0;
+		out[r.index].bytes_to_go = r.lost ? r.bytes_to_go() : 0;
 	}
 	return out;
 }
@@ -190,7 +190,7 @@ void replicated_pool::impl::start_export()
 			    if (lost) {
 				    std::lock_guard g(state_mu);
 				    r.state = rr.catching_up ? "catching_up" : "lost";
-				    r.bytes_to_go = rr.dirty ? rr.dirty->bytes() : 0;
+				    r.bytes_to_go = rr.bytes_to_go();
 			    } else if (async) {
 				    // Every replica in sync advances with the same rounds: the
 				    // pool's lag.

@@ -90,6 +90,9 @@ struct remote_replica {
 	std::unique_ptr<client::dirty_map> dirty;
 	bool compare = false;
 	bool catching_up = false; // a catch-up works on it (the healer's or resync's)
+	std::uint64_t moving = 0; // bytes of the catch-up's round in flight (state_mu)
+	/** What it lacks: what changed while it was lost, and the round being moved. */
+	std::uint64_t bytes_to_go() const { return (dirty ? dirty->bytes() : 0) + moving; }
 };
 
 /** A local replica: written with the master on every call. A failure to write it fails the

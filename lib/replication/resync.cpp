@@ -100,11 +100,6 @@ unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::strin
 	}
 }
 
-/** A catch-up round this small or smaller is the last: pushed with the calls held. */
-constexpr std::uint64_t final_round_bytes = 1u << 20;
-/** Rounds after which the last one is taken whatever its size. */
-constexpr int max_rounds = 16;
-
 /** r is in sync again (remote_mu held exclusively); when no replica is lost any more,
  *  asynchronous replication goes on. Returns whether none is. */
 bool mark_back(replicated_pool::impl &d, remote_replica &r)
@@ -152,7 +147,7 @@ void replicated_pool::impl::catch_up(remote_replica &r, const progress_fn &progr
 	std::unique_lock<std::shared_mutex> held(remote_mu, std::defer_lock);
 	std::vector<client::byte_span> taken;
 	int round = 0;
-	std::uint64_t moved = 0;
+	std::uint64_t moved = 0, previous = 0;
 	try {
 		client::apply_sync_rounds(
 		    dest,
@@ -168,14 +163,18 @@ void replicated_pool::impl::catch_up(remote_replica &r, const progress_fn &progr
 			    std::uint64_t bytes = 0;
 			    for (const auto &x : taken)
 				    bytes += x.size();
-			    if (bytes <= final_round_bytes || ++round >= max_rounds) {
+			    if (client::last_catch_up_round(bytes, previous, ++round)) {
 				    held.lock(); // the last round: no call changes the pool
 				                 // meanwhile
 				    auto rest = dirty.take();
 				    taken.insert(taken.end(), rest.begin(), rest.end());
+				    for (const auto &x : rest)
+					    bytes += x.size();
 			    }
-			    for (const auto &x : taken)
-				    moved += x.size();
+			    previous = bytes;
+			    moved += bytes;
+			    std::lock_guard s(state_mu);
+			    r.moving = bytes; // still to go until the round ends
 			    return taken;
 		    },
 		    {.found_marked = marked},
@@ -185,7 +184,13 @@ void replicated_pool::impl::catch_up(remote_replica &r, const progress_fn &progr
 		    });
 	} catch (...) {
 		dirty.mark(taken); // may not have landed
+		std::lock_guard s(state_mu);
+		r.moving = 0;
 		throw;
+	}
+	{
+		std::lock_guard s(state_mu);
+		r.moving = 0;
 	}
 	if (moved == 0 && progress)
 		progress(0, 0); // in sync already: nothing to copy
@@ -193,7 +198,7 @@ void replicated_pool::impl::catch_up(remote_replica &r, const progress_fn &progr
 	count_lanes();
 	const bool all_back = mark_back(*this, r);
 	held.unlock();
-	client::log(1, "{}: in sync again ({} bytes moved in {} round(s))", what, moved, round + 1);
+	client::log(1, "{}: in sync again ({} bytes moved in {} round(s))", what, moved, round);
 	if (all_back)
 		replication->replicas_back();
 }

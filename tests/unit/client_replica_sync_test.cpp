@@ -122,3 +122,26 @@ TEST_CASE("diff_sums merges neighbouring differing blocks and clips the last",
 	CHECK(d.bytes() == 2 * 4096 + 2048);
 	CHECK(diff_sums(a, a, 0, 5 * 4096, 4096).ranges.empty());
 }
+
+TEST_CASE("a catch-up takes its last round when it is small, stops converging, or is the 16th",
+          "[client][sync]")
+{
+	using rpmem::client::last_catch_up_round;
+	constexpr std::uint64_t M = 1u << 20;
+	// Small: the first round already, with nothing before it.
+	CHECK(last_catch_up_round(0, 0, 1));
+	CHECK(last_catch_up_round(M, 0, 1));
+	CHECK_FALSE(last_catch_up_round(M + 1, 0, 1));
+	// Converging (each round at most half the one before) goes on ...
+	CHECK_FALSE(last_catch_up_round(40 * M, 80 * M, 2));
+	CHECK_FALSE(last_catch_up_round(20 * M, 40 * M, 3));
+	// ... one that moves more than half of what the round before moved is the last: the
+	// writers dirty as fast as rounds move, so another round would only repeat it.
+	CHECK(last_catch_up_round(20 * M + 1, 40 * M, 3));
+	CHECK(last_catch_up_round(50 * M, 40 * M, 2));
+	// The first round has no round before it to compare with.
+	CHECK_FALSE(last_catch_up_round(50 * M, 0, 1));
+	// However it goes, the 16th is the last.
+	CHECK_FALSE(last_catch_up_round(4 * M, 8 * M, 15));
+	CHECK(last_catch_up_round(4 * M, 8 * M, 16));
+}
