@@ -84,6 +84,11 @@ print(",".join(picked))
 ' "$1"
 }
 
+# The random-kill tests repeat one scenario at random points (50 and 20 rounds in
+# scripts/test.sh); instrumented, a few rounds run each path of it through the sanitizers,
+# and the normal build's rounds look for the rare point (CI's time budget).
+export RPMEM_TEST_ASYNC_KILLS=${RPMEM_TEST_ASYNC_KILLS:-8} RPMEM_TEST_OUTAGE_KILLS=${RPMEM_TEST_OUTAGE_KILLS:-4}
+
 jobs=$(($(nproc) * 2))
 status=0
 run_ctest() { # $1: label for the summary, $2: test numbers, rest: extra env assignments

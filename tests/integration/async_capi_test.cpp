@@ -301,13 +301,21 @@ public:
 	std::string writer_errors() const { return slurp(local_ / "writer.err"); }
 	const fs::path &dir() const { return local_; }
 
-	/** Waits until the writer committed `n` transactions (a bound, not a timing check). */
+	/** Waits until the writer committed `n` transactions; fails when it committed none for
+	 *  120 s (a stall, not slowness: the bound restarts at each one). */
 	void wait_committed(std::uint64_t n, child &w)
 	{
-		const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-		while (state().committed < n && std::chrono::steady_clock::now() < give_up &&
-		       !w.wait(std::chrono::milliseconds(0)))
+		auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+		for (auto seen = state().committed; seen < n &&
+		                                    std::chrono::steady_clock::now() < give_up &&
+		                                    !w.wait(std::chrono::milliseconds(0));) {
 			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+			if (const auto now = state().committed; now != seen) {
+				seen = now;
+				give_up =
+				    std::chrono::steady_clock::now() + std::chrono::seconds(120);
+			}
+		}
 		INFO("the writer's stderr:\n" << writer_errors());
 		REQUIRE(state().committed >= n);
 	}

@@ -1272,13 +1272,22 @@ public:
 	}
 	~writers() { stop(); }
 	std::uint64_t done() const { return done_; }
-	/** Waits until n more persists returned (a bound, not a timing). */
-	void more(std::uint64_t n)
+	/** Waits until n more persists returned; false when none returned for 120 s (a stall,
+	 *  not slowness: the bound restarts at each one). */
+	[[nodiscard]] bool more(std::uint64_t n)
 	{
-		const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-		for (auto before = done_.load();
-		     done_ < before + n && std::chrono::steady_clock::now() < give_up;)
+		const auto target = done_.load() + n;
+		auto seen = done_.load();
+		auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+		while (done_ < target && std::chrono::steady_clock::now() < give_up) {
 			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+			if (const auto now = done_.load(); now != seen) {
+				seen = now;
+				give_up =
+				    std::chrono::steady_clock::now() + std::chrono::seconds(120);
+			}
+		}
+		return done_ >= target;
 	}
 	/** Stops them; the failures they met, empty when none. */
 	std::string stop()
@@ -1315,10 +1324,19 @@ void refuse_logins(sshd &server, bool refuse)
 /** Waits until replica i's state is `state` (a bound, not a timing). */
 bool wait_state(const replicated_pool &p, std::size_t i, const std::string &state)
 {
-	const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-	while (p.replicas()[i].state != state && std::chrono::steady_clock::now() < give_up)
+	// 120 s in one state is a stall; a slow catch-up (rounds under load) is not one: the
+	// bound restarts at each change of state or of the bytes it has to go.
+	auto seen = p.replicas()[i];
+	auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+	while (seen.state != state && std::chrono::steady_clock::now() < give_up) {
 		std::this_thread::sleep_for(std::chrono::milliseconds(5));
-	return p.replicas()[i].state == state;
+		auto now = p.replicas()[i];
+		if (now.state != seen.state ||
+		    (now.state == "catching_up" && now.bytes_to_go != seen.bytes_to_go))
+			give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+		seen = std::move(now);
+	}
+	return seen.state == state;
 }
 
 } // namespace
@@ -1335,18 +1353,18 @@ TEST_CASE("replicated_pool, synchronous, degrade: a lost replica is reconnected 
 	auto p = replicated_pool::create(s.path(), s.options(o));
 	{
 		writers w(p, 4);
-		w.more(400);
+		REQUIRE(w.more(400));
 		// Gone, and kept away: rpmemd killed, logins refused.
 		refuse_logins(server, true);
 		REQUIRE(run_kill_rpmemd(s.node(0).dir().string()));
 		REQUIRE(wait_state(p, 1, "lost"));
-		w.more(400); // the calls go on without it
+		REQUIRE(w.more(400)); // the calls go on without it
 		CHECK(p.replicas()[1].bytes_to_go > 0);
 		CHECK(p.replicas()[2].in_sync);
 		// Back: caught up while the threads keep writing.
 		refuse_logins(server, false);
 		REQUIRE(wait_state(p, 1, "connected"));
-		w.more(400);
+		REQUIRE(w.more(400));
 		const auto failed = w.stop();
 		INFO(failed);
 		CHECK(failed.empty());
@@ -1374,14 +1392,14 @@ TEST_CASE("replicated_pool: resync while four threads persist brings the replica
 	smear(p, 71); // a replica that differs everywhere, made so behind the pool's back
 	{
 		writers w(p, 4);
-		w.more(200);
+		REQUIRE(w.more(200));
 		std::size_t calls = 0;
 		const auto during = w.done();
 		p.resync(1, [&](std::size_t, std::size_t) { ++calls; });
 		CHECK(calls > 0);
-		w.more(200);
+		REQUIRE(w.more(200));
 		p.resync(2);
-		w.more(200);
+		REQUIRE(w.more(200));
 		const auto failed = w.stop();
 		INFO(failed);
 		CHECK(failed.empty());
