@@ -192,6 +192,7 @@ pool_report resilient_pool::report() const
 	{
 		std::lock_guard g(rp_mu_);
 		r = rp_ ? rp_->report() : last_;
+		r.stats += earlier_; // counters: the pool's, not one session's
 	}
 	r.lanes = nlanes_;
 	// The metrics file's words (stats_export.hpp): "connected" while in sync.
@@ -349,6 +350,8 @@ void resilient_pool::install(std::unique_ptr<remote_pool> rp)
 	{
 		std::lock_guard g(rp_mu_);
 		std::swap(rp_, rp);
+		if (rp)
+			earlier_ += rp->report().stats;
 	}
 	epoch_.fetch_add(1);
 	gate_.open();

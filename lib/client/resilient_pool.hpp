@@ -122,6 +122,7 @@ private:
 	std::unique_ptr<remote_pool> rp_; // calls use it inside the gate; swapped with it closed
 	mutable std::mutex rp_mu_;        // and under this, for report() (the metrics thread)
 	pool_report last_;                // the session's last report, once closed
+	pool_stats earlier_;              // what the sessions replaced by reconnects counted
 	std::atomic<std::uint64_t> epoch_{0}; // sessions so far
 	struct lane_state {
 		std::vector<byte_span>
