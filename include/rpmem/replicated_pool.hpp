@@ -34,7 +34,10 @@
 // mode, reconnects it by itself and catches it up while the calls go on (options::reconnect;
 // resync() does the same on request, in either mode). Under degrade every remote replica is marked
 // "possibly behind" from open until a clean close, as in asynchronous mode: a replica left behind
-// is never taken as current.
+// is never taken as current. One case this side cannot close: a replica unreachable when open()
+// goes on without it cannot be marked from here, so until the healer reaches it (and marks it
+// before the first byte moves) nothing on its host says it is behind; open() logs it (level 1)
+// and `rpmem promote` on that host cannot tell. DRBD has the same gap without a fencing handler.
 //
 // Thread safety: persist/flush+drain/barrier may be called from several threads, each on a lane
 // of its own (a drain() covers the calling thread's flush() calls); resync() runs beside them

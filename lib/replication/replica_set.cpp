@@ -6,6 +6,7 @@
 #include "replication/replicated_pool_impl.hpp"
 
 #include "client/env.hpp"
+#include "client/log.hpp"
 #include "cpp/options.hpp"
 
 #include <algorithm>
@@ -314,6 +315,15 @@ void open_remotes(replicated_pool::impl &p, const header_check &check, const std
 			rr.attr = {};
 			rr.compare = true;
 			p.mark_lost(rr.index, errors[i]);
+			// Its header cannot be marked possibly behind from here: until the healer
+			// reaches it (and marks it before the first byte moves), nothing on its
+			// host says it is behind. Say so where the operator looks.
+			client::log(
+			    1,
+			    "{}: going on without remote replica {} ({}), unreachable at open "
+			    "({}): it is behind from the first persist and NOT marked so on its "
+			    "host until it is caught up; do not promote it meanwhile",
+			    path, rr.index, p.where(rr), msg);
 			continue;
 		}
 		throw rpmem::error(err, fmt::format("{}: cannot open remote replica {} ({}): {} "
