@@ -84,7 +84,7 @@ print(",".join(picked))
 ' "$1"
 }
 
-# The random-kill tests repeat one scenario at random points (50 and 20 rounds in
+# The random-kill tests repeat one scenario at random points (25 and 20 rounds in
 # scripts/test.sh); instrumented, a few rounds run each path of it through the sanitizers,
 # and the normal build's rounds look for the rare point (CI's time budget).
 export RPMEM_TEST_ASYNC_KILLS=${RPMEM_TEST_ASYNC_KILLS:-8} RPMEM_TEST_OUTAGE_KILLS=${RPMEM_TEST_OUTAGE_KILLS:-4}
