@@ -158,8 +158,12 @@ public:
 	/** Durable on the master (and, when synchronous, on every replica) when it returns. */
 	void persist(std::size_t offset, std::size_t length);
 	void persist(std::span<const std::byte> range);
-	/** Batching: flush() posts ranges to every replica; drain() makes them all durable with
-	 * one round trip per replica, all replicas waited on together. */
+	/** Batching: flush() posts ranges to every replica; drain() makes the calling thread's
+	 * flush() calls since its last drain durable as persist() would (the master, and when
+	 * synchronous every replica), with one round trip per replica, all replicas waited on
+	 * together. Each thread flushes on a lane of its own (PMDK's lanes are per thread too): a
+	 * drain covers no other thread's flushes, and does not wait for them; that thread's own
+	 * drain() does. */
 	void flush(std::size_t offset, std::size_t length);
 	void flush(std::span<const std::byte> range);
 	void drain();

@@ -14,7 +14,9 @@
 
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <csignal>
+#include <mutex>
 #include <random>
 #include <sys/wait.h>
 #include <thread>
@@ -512,6 +514,84 @@ TEST_CASE("replicated_pool: threads persist and flush + drain at once, each on i
 	require_equal(expect, s.local_data(p.size()), "local replica");
 	require_equal(expect, s.remote_data(0, p.size()), "remote replica 1");
 	require_equal(expect, s.remote_data(1, p.size()), "remote replica 2");
+	p.close();
+}
+
+TEST_CASE("replicated_pool: a drain makes its own thread's flushes durable, and waits for no "
+          "other thread's",
+          "[replication][sync][threads]")
+{
+	// The contract (replicated_pool.hpp: Thread safety, drain()): each thread flushes on a
+	// lane of its own, and drain() covers the calling thread's flush() calls. Thread A flushes
+	// and drains only after thread B has flushed and drained: B's drain must return with A's
+	// flushes still undrained (were it to wait for them, the two would wait on each other and
+	// the test would hang until ctest's timeout), and each drain must leave its own thread's
+	// bytes on every replica. What B's drain does to A's ranges is not promised: not checked.
+	sshd server;
+	replicated_setup s(server, 1, {"8M"}, true, "8M");
+	auto p = replicated_pool::create(s.path(), s.options());
+	const std::size_t a_off = 5000, a_len = 3 * K4 + 100; // unaligned, over page boundaries
+	const std::size_t b_off = 1 << 20, b_len = 2 * K4 + 7;
+	auto data = p.data();
+	std::mutex mu;
+	std::condition_variable cv;
+	bool a_flushed = false, b_drained = false;
+	std::string a_why, b_why;
+	// Each replica's bytes of a thread's range right after that thread's drain returned:
+	// local replica, then the remote one.
+	std::array<std::string, 2> a_seen, b_seen;
+	auto seen = [&](std::size_t off, std::size_t len) {
+		return std::array<std::string, 2>{s.local_data(p.size()).substr(off, len),
+		                                  s.remote_data(0, p.size()).substr(off, len)};
+	};
+	std::thread a([&] {
+		try {
+			std::memset(&data[a_off], 0xa1, a_len);
+			p.flush(data.subspan(a_off, a_len / 2));
+			p.flush(data.subspan(a_off + a_len / 2, a_len - a_len / 2));
+			{
+				std::unique_lock lk(mu);
+				a_flushed = true;
+				cv.notify_all();
+				cv.wait(lk, [&] { return b_drained; });
+			}
+			p.drain();
+			a_seen = seen(a_off, a_len);
+		} catch (const std::exception &e) {
+			a_why = e.what();
+			std::lock_guard lk(mu);
+			a_flushed = true;
+			cv.notify_all();
+		}
+	});
+	std::thread b([&] {
+		try {
+			{
+				std::unique_lock lk(mu);
+				cv.wait(lk, [&] { return a_flushed; });
+			}
+			std::memset(&data[b_off], 0xb2, b_len);
+			p.flush(data.subspan(b_off, 100));
+			p.flush(data.subspan(b_off + 100, b_len - 100));
+			p.drain();
+			b_seen = seen(b_off, b_len);
+		} catch (const std::exception &e) {
+			b_why = e.what();
+		}
+		std::lock_guard lk(mu);
+		b_drained = true;
+		cv.notify_all();
+	});
+	a.join();
+	b.join();
+	CHECK(a_why.empty());
+	CHECK(b_why.empty());
+	INFO("0: the local replica, 1: the remote one");
+	for (std::size_t r = 0; r < 2; ++r) {
+		INFO("replica " << r);
+		CHECK(b_seen[r] == std::string(b_len, '\xb2'));
+		CHECK(a_seen[r] == std::string(a_len, '\xa1'));
+	}
 	p.close();
 }
 
