@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "client/env.hpp"
 
+#include "client/log.hpp"
+
 #include "rpmem/error.hpp"
 
 #include <fmt/format.h>
@@ -71,13 +73,13 @@ std::string provider_preference(const char *(*getenv_fn)(const char *))
  * leaving the user with a default they did not ask for).
  */
 std::optional<long long> env_number(const char *(*getenv_fn)(const char *), const char *name,
-                                    long long min, const char *what)
+                                    long long min, const char *what, long long max = LLONG_MAX)
 {
 	const char *value = getenv_fn(name);
 	if (!value || !*value)
 		return std::nullopt;
 	long long v = parse_env_int(value);
-	if (v < min)
+	if (v < min || v > max)
 		throw rpmem::error(
 		    EINVAL, fmt::format("{}='{}' is not {}: fix or unset it", name, value, what));
 	return v;
@@ -122,8 +124,12 @@ settings read_settings(const char *(*getenv_fn)(const char *))
 	constexpr const char *positive_ms = "a positive number of milliseconds";
 	if (auto v = number("RPMEM_MAX_NLANES", 1, "a positive number of lanes"))
 		s.max_nlanes = *v > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(*v);
-	if (auto v = number("RPMEM_WORK_QUEUE_SIZE", 1, "a positive number of requests"))
-		s.work_queue_size = *v > 65536 ? 65536 : static_cast<std::uint32_t>(*v);
+	if (const char *wq = getenv_fn("RPMEM_WORK_QUEUE_SIZE"); wq && *wq)
+		s.ignored.push_back(
+		    fmt::format("RPMEM_WORK_QUEUE_SIZE={} is ignored: rpmem sizes its "
+		                "queues from the lanes and what the provider grants "
+		                "(librpmem(7))",
+		                wq));
 	if (auto v = number("RPMEM_TIMEOUT", 1, positive_ms))
 		s.op_timeout = std::chrono::milliseconds(*v);
 	if (auto v = number("RPMEM_CONTROL_TIMEOUT", 1, positive_ms))
@@ -156,6 +162,11 @@ settings read_settings(const char *(*getenv_fn)(const char *))
 		s.reconnect_timeout = std::chrono::milliseconds(*v);
 	if (auto v = number("RPMEM_PIPELINE_CHUNK", 0, "a number of bytes (0: off)"))
 		s.pipeline_chunk = static_cast<std::uint64_t>(*v);
+	// Read by the log (log.cpp) and the metrics file (stats_export.cpp) on their own; checked
+	// here so that a bad value fails as every other does instead of being taken as a default.
+	env_number(getenv_fn, "RPMEM_LOG_LEVEL", 0, "a log level from 0 (off) to 4 (debug)", 4);
+	env_number(getenv_fn, "RPMEM_STATS_INTERVAL", 100,
+	           "a number of milliseconds of at least 100");
 	s.providers = provider_preference(getenv_fn);
 	read_async(getenv_fn, s);
 	return s;
@@ -163,8 +174,13 @@ settings read_settings(const char *(*getenv_fn)(const char *))
 
 const settings &process_settings()
 {
-	static const settings s =
-	    read_settings([](const char *name) -> const char * { return std::getenv(name); });
+	static const settings s = [] {
+		auto r = read_settings(
+		    [](const char *name) -> const char * { return std::getenv(name); });
+		for (const auto &why : r.ignored)
+			log(2, "{}", why);
+		return r;
+	}();
 	return s;
 }
 

@@ -17,7 +17,6 @@ namespace rpmem::client
 struct settings {
 	std::vector<std::string> commands{"rpmemd"}; // RPMEM_CMD split at '|', used round-robin
 	std::uint32_t max_nlanes = UINT32_MAX;       // RPMEM_MAX_NLANES
-	std::uint32_t work_queue_size = 50;          // RPMEM_WORK_QUEUE_SIZE (PMDK's tx depth)
 	std::string providers;                       // "verbs,tcp,sockets" after the overrides
 	std::chrono::milliseconds op_timeout{5000};  // RPMEM_TIMEOUT: data-path silence bound
 	std::chrono::milliseconds control_timeout{10000}; // RPMEM_CONTROL_TIMEOUT
@@ -52,6 +51,10 @@ struct settings {
 	// RPMEM_ASYNC_ON_FAILURE=continue: a lost replica is logged and left behind (close fails);
 	// fail (the default): every call after the loss fails.
 	bool async_keep_going = false;
+	// PMDK's variables that are set but mean nothing here, each with why
+	// (RPMEM_WORK_QUEUE_SIZE: PMDK's transmit queue depth per lane): process_settings() logs
+	// them once (warning).
+	std::vector<std::string> ignored;
 };
 
 /** The process's settings, read from the environment on first use (throws as read_settings,
@@ -60,7 +63,9 @@ const settings &process_settings();
 
 /** Reads settings from an environment lookup (tests pass their own). Throws rpmem::error
  *  (EINVAL) naming the variable when a numeric one is not a number in its range, or
- *  RPMEM_SPIN or RPMEM_MR_MODE has a value it cannot take. */
+ *  RPMEM_SPIN or RPMEM_MR_MODE has a value it cannot take. RPMEM_LOG_LEVEL (0 to 4) and
+ *  RPMEM_STATS_INTERVAL (at least 100) are checked here too, though the log and the metrics
+ *  file read them themselves: a bad one fails create, open and remove as any other. */
 settings read_settings(const char *(*getenv_fn)(const char *));
 
 /** The next RPMEM_CMD entry (PMDK: one rotation shared by create, open and remove). */

@@ -30,15 +30,15 @@ TEST_CASE("numeric RPMEM_* settings are read", "[client][env]")
 {
 	vars = {{"RPMEM_TIMEOUT", "2500"},         {"RPMEM_MAX_NLANES", "8"},
 	        {"RPMEM_CONTROL_TIMEOUT", "3000"}, {"RPMEM_KEEPALIVE", "0"},
-	        {"RPMEM_WORK_QUEUE_SIZE", "16"},   {"RPMEM_INLINE_MAX", "0"},
-	        {"RPMEM_PIPELINE_CHUNK", "65536"}};
+	        {"RPMEM_INLINE_MAX", "0"},         {"RPMEM_PIPELINE_CHUNK", "65536"},
+	        {"RPMEM_LOG_LEVEL", "4"},          {"RPMEM_STATS_INTERVAL", "100"}};
 	auto s = read_settings(fake_getenv);
 	CHECK(s.op_timeout == std::chrono::milliseconds(2500));
 	CHECK(s.max_nlanes == 8);
 	CHECK(s.control_timeout == std::chrono::milliseconds(3000));
 	CHECK(s.keepalive == std::chrono::milliseconds(0));
-	CHECK(s.work_queue_size == 16);
 	CHECK(s.inline_max == 0);
+	CHECK(s.ignored.empty());
 	CHECK(s.pipeline_chunk == std::optional<std::uint64_t>(65536));
 	vars = {{"RPMEM_TIMEOUT", ""}};
 	CHECK(read_settings(fake_getenv).op_timeout == std::chrono::milliseconds(5000));
@@ -58,7 +58,11 @@ TEST_CASE("a bad RPMEM_* number is refused, naming the variable", "[client][env]
 	    {"RPMEM_MAX_NLANES", "0"},
 	    {"RPMEM_CONTROL_TIMEOUT", "10s"},
 	    {"RPMEM_KEEPALIVE", "-1"},
-	    {"RPMEM_WORK_QUEUE_SIZE", "0"},
+	    {"RPMEM_LOG_LEVEL", "abc"},
+	    {"RPMEM_LOG_LEVEL", "5"},
+	    {"RPMEM_LOG_LEVEL", "-1"},
+	    {"RPMEM_STATS_INTERVAL", "99"},
+	    {"RPMEM_STATS_INTERVAL", "10s"},
 	    {"RPMEM_INLINE_MAX", "big"},
 	    {"RPMEM_PIPELINE_CHUNK", "1e6"},
 	    {"RPMEM_SPIN", "2"},
@@ -80,6 +84,23 @@ TEST_CASE("a bad RPMEM_* number is refused, naming the variable", "[client][env]
 	} catch (const rpmem::error &e) {
 		CHECK(e.errnum() == EINVAL);
 		CHECK_THAT(e.message(), Catch::Contains(name + "='" + value + "'"));
+	}
+}
+
+TEST_CASE("RPMEM_WORK_QUEUE_SIZE, PMDK's queue depth, is ignored whatever its value, and said "
+          "so",
+          "[client][env]")
+{
+	// rpmem sizes its queues from the lanes and what the provider grants: nothing reads the
+	// variable, so no value of it can fail a call; the log says it is ignored.
+	for (auto value : {"16", "0", "abc"}) {
+		INFO(value);
+		vars = {{"RPMEM_WORK_QUEUE_SIZE", value}};
+		auto s = read_settings(fake_getenv);
+		REQUIRE(s.ignored.size() == 1);
+		CHECK_THAT(s.ignored[0],
+		           Catch::Contains(std::string("RPMEM_WORK_QUEUE_SIZE=") + value +
+		                           " is ignored: rpmem sizes its queues from the lanes"));
 	}
 }
 
