@@ -62,8 +62,8 @@ std::string floor_command(const options &o)
 			       "rpmem-floor";
 			return out;
 		}
-		if (word.find('=') == std::string::npos && word != "exec" && word != "env")
-			break; // not an environment assignment and not rpmemd: give up
+		// Environment assignments, exec/env and wrappers (scripts/fake-eadr.sh) run the
+		// floor as they run rpmemd.
 		out += word + " ";
 	}
 	throw rpmem::error(EINVAL, fmt::format("cannot derive the rpmem-floor command from "

@@ -173,7 +173,9 @@ void scenarios::latency(const std::string &method, floor_link &fl, bool with_flo
 		                   fmt::format("asked rpmemd for {} but it chose {}: APM "
 		                               "and commit need pmem on the replica "
 		                               "(PMEM_IS_PMEM_FORCE=1 in RPMEM_CMD), commit "
-		                               "a provider granting FI_RMA_PMEM (tcp)",
+		                               "a provider granting FI_RMA_PMEM (tcp), APM a "
+		                               "platform where it is durable (rpmemd's log says "
+		                               "why not; scripts/bench.sh FAKE_EADR=1 fakes one)",
 		                               method, got));
 	const bool commit_floor = fl.commit_supported();
 	std::vector<std::size_t> sizes = o_.sizes;

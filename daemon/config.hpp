@@ -5,7 +5,7 @@
 // runs `rpmemd --log-file=F --log-level=L --poolset-dir=D --config=C --persist-apm`, so the
 // options, their spellings and the config file syntax are PMDK 1.12's
 // (docs/design.md, PMDK §P1), plus extensions: heartbeat-timeout, wait, persist-commit, mr-mode,
-// auth-timeout.
+// auth-timeout, block-checksums, status-dir, nic-writes-durable.
 #pragma once
 
 #include "log.hpp"
@@ -38,7 +38,7 @@ public:
 struct config {
 	std::string log_file = "/var/log/rpmemd.log";
 	std::string poolset_dir = "$HOME"; // absolute after load(); "$HOME" is substituted
-	bool persist_apm = false;          // APM where the pool is on pmem (design.md, 7)
+	bool persist_apm = false;          // APM where it is durable (design.md, 7)
 	bool persist_general = true;       // accepted for PMDK compatibility; GPSPM is always there
 	bool use_syslog = true;
 	log_level level = log_level::notice; // PMDK: err; notice logs each session's start and end
@@ -64,6 +64,10 @@ struct config {
 	// Extension: how long a connection to the fabric port may stay open without sending its
 	// connection request (the session secret) before rpmemd closes it (daemon/port_guard.hpp).
 	std::chrono::milliseconds auth_timeout{1000};
+	// Extension: the operator asserts that this host's RDMA NICs write durably (their writes
+	// bypass the CPU caches, DDIO off, or the platform flushes the caches on power loss):
+	// persist-apm is then honoured on verbs too (target_method.hpp).
+	bool nic_writes_durable = false;
 	// Extension: answer clients' block checksum requests (delta resync reads the pool to hash
 	// it; "no" makes clients copy whole pools instead).
 	bool block_checksums = true;
@@ -87,6 +91,7 @@ enum class setting {
 	auth_timeout,
 	block_checksums,
 	status_dir,
+	nic_writes_durable,
 	count_
 };
 

@@ -43,6 +43,7 @@ const option long_options[] = {
     {"auth-timeout", required_argument, nullptr, long_only(setting::auth_timeout)},
     {"block-checksums", required_argument, nullptr, long_only(setting::block_checksums)},
     {"status-dir", required_argument, nullptr, long_only(setting::status_dir)},
+    {"nic-writes-durable", no_argument, nullptr, long_only(setting::nic_writes_durable)},
     {nullptr, 0, nullptr, 0},
 };
 

@@ -30,19 +30,22 @@ auto parsed(std::string_view value, Parse parse, std::string_view what, std::str
 	return *v;
 }
 
-bool &bool_field(config &cfg, setting s)
+/** The boolean field of a yes/no setting. */
+bool config::*bool_field(setting s)
 {
 	switch (s) {
 	case setting::persist_apm:
-		return cfg.persist_apm;
+		return &config::persist_apm;
 	case setting::persist_general:
-		return cfg.persist_general;
+		return &config::persist_general;
 	case setting::persist_commit:
-		return cfg.persist_commit;
+		return &config::persist_commit;
 	case setting::block_checksums:
-		return cfg.block_checksums;
+		return &config::block_checksums;
+	case setting::nic_writes_durable:
+		return &config::nic_writes_durable;
 	default:
-		return cfg.use_syslog;
+		return &config::use_syslog;
 	}
 }
 
@@ -103,7 +106,8 @@ void apply(config &cfg, setting s, std::string_view value, const cmdline_mask &k
 	case setting::persist_commit:
 	case setting::use_syslog:
 	case setting::block_checksums:
-		return set(bool_field(cfg, s), bool_value(value));
+	case setting::nic_writes_durable:
+		return set(cfg.*bool_field(s), bool_value(value));
 	case setting::wait:
 		return set(cfg.wait, parsed(value, rpmem::fabric::parse_wait_mode, "a way to wait",
 		                            "adaptive, block or spin"));

@@ -3,7 +3,7 @@
 # record, the end-of-session report.
 add_library(rpmemd_session STATIC session.cpp session_checksums.cpp session_status.cpp
             session_report.cpp)
-target_link_libraries(rpmemd_session PUBLIC rpmemd_config rpmemd_store rpmemd_lane rpmem_control rpmem_checksum
+target_link_libraries(rpmemd_session PUBLIC rpmemd_config rpmemd_store rpmemd_lane rpmemd_plan rpmem_control rpmem_checksum
                       fmt::fmt)
 target_include_directories(rpmemd_session PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 

@@ -11,6 +11,8 @@
 #include "control/codec.hpp"
 #include "rpmem/error.hpp"
 
+#include <libpmem.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -259,17 +261,20 @@ private:
 	/** How the fabric target of the pool just opened for `req` is set up. */
 	target_params target_for(const ctl::pool_request &req) const
 	{
-		// NIC writes (APM) and provider cache flushes (commit) are durable only where the
-		// pool is persistent memory; commit is new in protocol 1.1.
+		// Provider cache flushes (commit) are durable only where the pool is persistent
+		// memory; commit is new in protocol 1.1. APM needs more (target_method.hpp).
 		const bool pmem = pool_->is_pmem();
 		target_params tp;
 		tp.address = address_;
 		tp.providers = req.provider;
 		tp.region = region_.get();
 		tp.nlanes = req.nlanes;
-		tp.allow_apm = cfg_.persist_apm && pmem;
-		tp.allow_commit =
+		tp.methods.commit =
 		    cfg_.persist_commit && pmem && req.minor >= ctl::commit_since_minor;
+		tp.methods.apm = cfg_.persist_apm;
+		tp.methods.pmem = pmem;
+		tp.methods.auto_flush = cfg_.persist_apm && pmem_has_auto_flush() == 1;
+		tp.methods.nic_writes_durable = cfg_.nic_writes_durable;
 		tp.nthreads = cfg_.nthreads;
 		tp.wait = cfg_.wait;
 		tp.mr_mode = cfg_.mr_mode.value_or(rpmem::fabric::mr_mode::automatic);

@@ -90,16 +90,15 @@ unsigned cpu_count()
 	return n > 0 ? static_cast<unsigned>(n) : 1;
 }
 
-/** The persistence method to announce: commit where the pool allows it and the provider
- * makes FI_COMMIT_COMPLETE writes persistent (FI_RMA_PMEM), else APM where allowed, else GPSPM.
- */
-ctl::persist_method choose_method(const target_params &p, const fab::granted &g)
+/** The persistence method to announce (target_method.hpp); why APM, asked for, is not. */
+ctl::persist_method announced_method(const target_params &p, const fab::granted &g)
 {
-	if (p.allow_commit && g.rma_pmem)
-		return ctl::persist_method::commit;
-	if (p.allow_apm)
-		return ctl::persist_method::apm;
-	return ctl::persist_method::gpspm;
+	const auto choice = choose_method(p.methods, g.provider, g.rma_pmem);
+	if (!choice.apm_refused.empty())
+		log_notice(
+		    "persist-apm is set, but APM is not offered for this pool: {}; {} instead",
+		    choice.apm_refused, ctl::to_string(choice.method));
+	return choice.method;
 }
 
 /** Threads of this process right now (the provider's own included), from /proc/self/task. */
@@ -120,7 +119,7 @@ fabric_target::fabric_target(const target_params &p)
 {
 	nlanes_ = std::clamp<std::uint32_t>(p.nlanes, 1, max_lanes);
 	listen(p);
-	const ctl::persist_method method = choose_method(p, domain_->granted());
+	const ctl::persist_method method = announced_method(p, domain_->granted());
 	allocate(size(p, method));
 	announce(p, method);
 	start_threads();

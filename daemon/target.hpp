@@ -7,6 +7,7 @@
 #include "fabric/mr_mode.hpp"
 #include "fabric/spin_policy.hpp"
 #include "lane_exec.hpp"
+#include "target_method.hpp"
 
 #include "rpmem/pool_stats.hpp"
 
@@ -24,10 +25,10 @@ struct target_params {
 	std::string providers; // client's preference: "tcp" or "verbs,tcp,sockets"
 	persist_region *region = nullptr;
 	std::uint32_t nlanes = 0; // requested by the client
-	// The methods the pool allows besides GPSPM (always served); the target announces the
-	// best one its provider can serve: commit where it grants FI_RMA_PMEM, else APM.
-	bool allow_apm = false;
-	bool allow_commit = false;
+	// What decides the persistence method besides the provider (target_method.hpp): GPSPM
+	// is always served; the target announces commit where its provider grants FI_RMA_PMEM,
+	// else APM where that is durable, and logs why APM, asked for, is not.
+	method_inputs methods;
 	unsigned nthreads = 0; // 0: about the number of cores
 	rpmem::fabric::wait_mode wait = rpmem::fabric::wait_mode::adaptive; // how workers wait
 	rpmem::fabric::mr_mode mr_mode = rpmem::fabric::mr_mode::automatic;

@@ -27,8 +27,12 @@ std::string usage(std::string_view program)
 	    "      --log-file <path>     log to this file instead of syslog\n"
 	    "                            (default /var/log/rpmemd.log)\n"
 	    "      --poolset-dir <path>  directory of pool set descriptors (default $HOME)\n"
-	    "      --persist-apm         use the Appliance Persistency Method where the pool\n"
-	    "                            is on real pmem and NIC writes are durable\n"
+	    "      --persist-apm         offer the Appliance Persistency Method where it is\n"
+	    "                            durable: the pool on pmem, and a platform that\n"
+	    "                            flushes its caches on power loss (eADR, from\n"
+	    "                            libpmem) or, on verbs, --nic-writes-durable\n"
+	    "      --nic-writes-durable  assert that this host's RDMA NIC writes are durable\n"
+	    "                            once complete (DDIO off, or eADR); never checked\n"
 	    "      --persist-general     use the General Purpose Server Persistency Method\n"
 	    "      --use-syslog          log to syslog (the default)\n"
 	    "      --log-level <level>   err, warn, notice, info or debug (default notice)\n"
@@ -56,7 +60,7 @@ std::string usage(std::string_view program)
 	    "One 'key = value' per line, '#' starts a comment, booleans are yes or no.\n"
 	    "Keys: log-file, poolset-dir, persist-apm, persist-general, use-syslog,\n"
 	    "log-level, heartbeat-timeout, wait, persist-commit, mr-mode, auth-timeout,\n"
-	    "block-checksums, status-dir.\n"
+	    "block-checksums, status-dir, nic-writes-durable.\n"
 	    "Command-line options override config files.\n",
 	    program, max_nthreads, max_heartbeat_ms, max_auth_timeout_ms);
 }

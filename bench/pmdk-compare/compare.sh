@@ -6,8 +6,9 @@
 #        compare.sh close pmdk|rpmem PROVIDER REPS                (median close and create, ms)
 # Environment: PMDK_TREE (a PMDK 1.12.1 tree built with BUILD_RPMEM=y and pmembench: setup.sh),
 # BUILD (rpmem's build directory), SSHD_DIR (scripts/private-sshd.sh start SSHD_DIR, running),
-# SIZE (pool size, default 320M remote / 300M local), APM=1 (--persist-apm on both rpmemds),
-# RPMEMD_X (more arguments for rpmem's rpmemd).
+# SIZE (pool size, default 320M remote / 300M local), APM=1 (--persist-apm on both rpmemds;
+# rpmem's runs under scripts/fake-eadr.sh, as it offers APM over tcp and sockets only on an eADR
+# platform, PMDK's wherever asked), RPMEMD_X (more arguments for rpmem's rpmemd).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 P=${PMDK_TREE:-/tmp/pmdk-cmp/src}/src
@@ -21,6 +22,7 @@ export RPMEM_SSH=$S/ssh RPMEM_SSH_CONFIG=$S/ssh_config \
   RPMEM_SSH_IDENTITY=$S/client_key RPMEM_SSH_KNOWN_HOSTS=$S/known_hosts
 export PMEM_IS_PMEM_FORCE=1
 apm=${APM:+--persist-apm}
+eadr=${APM:+$here/../../scripts/fake-eadr.sh }
 # Runs a command with one library and its own rpmemd: with_lib pmdk|rpmem PROVIDER 'RPMEMD-ARGS' CMD...
 with_lib() {
   local lib=$1 prov=$2 args=$3; shift 3
@@ -30,7 +32,7 @@ with_lib() {
       "$@"
   else
     env LD_LIBRARY_PATH=$R/lib:$P/nondebug RPMEM_PROVIDER=$prov \
-      RPMEM_CMD="PMEM_IS_PMEM_FORCE=1 ${RPMEMD_ENV:-} $R/bin/rpmemd --poolset-dir=$rem --log-file=$rem/rpmemd.log $args ${RPMEMD_X:-}" \
+      RPMEM_CMD="PMEM_IS_PMEM_FORCE=1 ${RPMEMD_ENV:-} $eadr$R/bin/rpmemd --poolset-dir=$rem --log-file=$rem/rpmemd.log $args ${RPMEMD_X:-}" \
       "$@"
   fi
 }

@@ -70,8 +70,11 @@ class bench_setup
 {
 public:
 	bench_setup()
-	    : node_(server_,
-	            replica_options{.parent = "/dev/shm", .force_pmem = true, .provider = "tcp"})
+	    // A fake eADR platform: the scenarios' APM rows need one (rpmemd(1), persist-apm).
+	    : node_(server_, replica_options{.parent = "/dev/shm",
+	                                     .fake_eadr = true,
+	                                     .force_pmem = true,
+	                                     .provider = "tcp"})
 	{
 		node_.write_poolset("bench.set", {"24M"});
 		node_.write_poolset("obj.set", {"16M"});

@@ -205,7 +205,8 @@ TEST_CASE("tcp GPSPM on ext4: replica equals the local pool", "[data][tcp]")
 }
 TEST_CASE("tcp APM on /dev/shm: replica equals the local pool", "[data][tcp]")
 {
-	run_end_to_end({.parent = "/dev/shm", .apm = true, .provider = "tcp"}, apm);
+	run_end_to_end({.parent = "/dev/shm", .apm = true, .fake_eadr = true, .provider = "tcp"},
+	               apm);
 }
 TEST_CASE("tcp GPSPM on /dev/shm: replica equals the local pool", "[data][tcp]")
 {
@@ -224,7 +225,8 @@ TEST_CASE("sockets GPSPM on ext4: replica equals the local pool", "[data][socket
 }
 TEST_CASE("sockets APM on /dev/shm: replica equals the local pool", "[data][sockets]")
 {
-	run_end_to_end({.parent = "/dev/shm", .apm = true, .provider = "sockets"}, apm);
+	run_end_to_end(
+	    {.parent = "/dev/shm", .apm = true, .fake_eadr = true, .provider = "sockets"}, apm);
 }
 TEST_CASE("commit is offered only where the provider grants FI_RMA_PMEM and the pool is pmem",
           "[data][commit]")
@@ -232,12 +234,85 @@ TEST_CASE("commit is offered only where the provider grants FI_RMA_PMEM and the 
 	// sockets grants no FI_RMA_PMEM: rpmemd falls back to APM where allowed, else GPSPM.
 	run_end_to_end({.parent = "/dev/shm", .commit = true, .provider = "sockets"}, gpspm,
 	               "provider sockets, persist method gpspm, made durable by pmem_persist");
-	run_end_to_end({.parent = "/dev/shm", .apm = true, .commit = true, .provider = "sockets"},
+	run_end_to_end({.parent = "/dev/shm",
+	                .apm = true,
+	                .fake_eadr = true,
+	                .commit = true,
+	                .provider = "sockets"},
 	               apm);
 	// A pool that is not pmem (ext4, msync) never gets commit: a cache flush is not enough.
 	run_end_to_end({.parent = "/tmp", .provider = "tcp", .daemon_args = "--persist-commit"},
 	               gpspm, "provider tcp, persist method gpspm, made durable by pmem_msync");
 }
+namespace
+{
+
+/** The method rpmemd offers a small pool under `ro` (and persists one range under it), with
+ *  rpmemd's log of the session. */
+std::pair<ctl::persist_method, std::string> offered(replica_options ro)
+{
+	remote_setup fx(8 << 20, {"8M"}, ro);
+	unsigned nlanes = 1;
+	auto pool = fx.create(nlanes);
+	const auto method = pool->method();
+	std::memset(fx.local.data() + hdr, 0x5d, 4096);
+	pool->persist(hdr, 4096, 0, 0);
+	pool->close();
+	CHECK(slurp(fx.node.part("pool.set")).substr(hdr, 4096) == std::string(4096, '\x5d'));
+	return {method, fx.node.log_text()};
+}
+
+constexpr std::string_view not_offered = "persist-apm is set, but APM is not offered for this pool";
+
+} // namespace
+
+TEST_CASE("APM over tcp and sockets only on a platform that flushes its caches on power loss",
+          "[data][apm]")
+{
+	const std::string provider = GENERATE("tcp", "sockets");
+	INFO(provider);
+	// This machine's caches are lost at power loss (no eADR): the CPU's copies into them are
+	// not durable when the client's read sees them, so GPSPM, and the log says why.
+	auto [method, log] = offered({.parent = "/dev/shm", .apm = true, .provider = provider});
+	CHECK(method == gpspm);
+	CHECK_THAT(log, Catch::Contains(fmt::format(
+	                    "{}: over {} the replica's CPU copies each write into its caches, and "
+	                    "libpmem's pmem_has_auto_flush() reports no platform that flushes them "
+	                    "on power loss (eADR); gpspm instead",
+	                    not_offered, provider)));
+	// The operator's word about RDMA NICs changes nothing for a CPU's copies.
+	std::tie(method, log) = offered({.parent = "/dev/shm",
+	                                 .apm = true,
+	                                 .provider = provider,
+	                                 .daemon_args = "--nic-writes-durable"});
+	CHECK(method == gpspm);
+	CHECK_THAT(log, Catch::Contains("nic-writes-durable speaks for RDMA NICs only"));
+	// Where libpmem reports eADR (faked: scripts/fake-eadr.sh), APM, and nothing to explain.
+	std::tie(method, log) =
+	    offered({.parent = "/dev/shm", .apm = true, .fake_eadr = true, .provider = provider});
+	CHECK(method == apm);
+	CHECK_THAT(log, !Catch::Contains(std::string(not_offered)));
+}
+
+TEST_CASE("APM asked for where it is not durable gives way to commit, or to GPSPM on a pool "
+          "that is not pmem",
+          "[data][apm]")
+{
+	// tcp grants FI_RMA_PMEM: commit, preferred anyway, with no APM line.
+	auto [method, log] =
+	    offered({.parent = "/dev/shm", .apm = true, .commit = true, .provider = "tcp"});
+	CHECK(method == commit);
+	CHECK_THAT(log, !Catch::Contains(std::string(not_offered)));
+	// A pool on ext4 (not pmem: msync), even on a faked eADR platform.
+	std::tie(method, log) = offered({.parent = "/tmp",
+	                                 .fake_eadr = true,
+	                                 .provider = "tcp",
+	                                 .daemon_args = "--persist-apm"});
+	CHECK(method == gpspm);
+	CHECK_THAT(log, Catch::Contains(
+	                    fmt::format("{}: the pool is not on persistent memory", not_offered)));
+}
+
 TEST_CASE("sockets GPSPM with FI_MR_BASIC: replica equals the local pool", "[data][sockets][mr]")
 {
 	// API 1.4 and FI_MR_BASIC on both sides, as PMDK asked and RDMA hardware grants:
@@ -250,6 +325,7 @@ TEST_CASE("sockets APM with FI_MR_BASIC: replica equals the local pool", "[data]
 {
 	run_end_to_end({.parent = "/dev/shm",
 	                .apm = true,
+	                .fake_eadr = true,
 	                .provider = "sockets",
 	                .mr = rpmem::fabric::mr_mode::basic},
 	               apm);
@@ -283,6 +359,7 @@ TEST_CASE("every method with small ranges inline, and with none inline", "[data]
 	INFO(ctl::to_string(method) << ", RPMEM_INLINE_MAX=" << inline_max);
 	run_end_to_end({.parent = "/dev/shm",
 	                .apm = method == apm,
+	                .fake_eadr = method == apm,
 	                .commit = method == commit,
 	                .provider = "tcp",
 	                .inline_max = inline_max},
@@ -296,8 +373,11 @@ TEST_CASE("APM: far more announced writes between two drains than rpmemd's CQ ho
 	// CQ (sized for 16 writes per lane) overflows into the provider's list: none may be lost,
 	// and the one drain must still cover every write.
 	sshd server;
-	replica node(server,
-	             {.parent = "/dev/shm", .apm = true, .provider = "tcp", .inline_max = 0});
+	replica node(server, {.parent = "/dev/shm",
+	                      .apm = true,
+	                      .fake_eadr = true,
+	                      .provider = "tcp",
+	                      .inline_max = 0});
 	local_pool local(pool_size);
 	auto pool = create_pool(node, local, "72M", 1);
 	REQUIRE(pool->method() == apm);
@@ -382,6 +462,7 @@ TEST_CASE("the connect-time probes leave the replica's bytes as they were", "[da
 	sshd server;
 	replica node(server, {.parent = "/dev/shm",
 	                      .apm = method == apm,
+	                      .fake_eadr = method == apm,
 	                      .commit = method == commit,
 	                      .provider = "tcp"});
 	node.write_poolset("pool.set", {"8M"});
@@ -598,6 +679,7 @@ TEST_CASE("rounds sent ahead land in order, and a write or a read waits for the 
 	sshd server;
 	replica node(server, {.parent = "/dev/shm",
 	                      .apm = method == apm,
+	                      .fake_eadr = method == apm,
 	                      .commit = method == commit,
 	                      .provider = provider,
 	                      .inline_max = 4096});

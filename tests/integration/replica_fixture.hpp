@@ -54,8 +54,12 @@ inline std::string slurp(const fs::path &p)
 struct replica_options {
 	fs::path parent = "/tmp"; // where the poolset dir lives: /tmp (ext4) or /dev/shm
 	bool apm = false;         // rpmemd --persist-apm with PMEM_IS_PMEM_FORCE=1
-	bool force_pmem = false;  // PMEM_IS_PMEM_FORCE=1 without APM
-	bool commit = false;      // rpmemd --persist-commit with PMEM_IS_PMEM_FORCE=1
+	// rpmemd under scripts/fake-eadr.sh: libpmem reports a platform that flushes its caches on
+	// power loss, where APM over tcp and sockets is durable. No machine here has one: an APM
+	// test says so by asking for it (without it, rpmemd refuses APM: GPSPM).
+	bool fake_eadr = false;
+	bool force_pmem = false; // PMEM_IS_PMEM_FORCE=1 without APM
+	bool commit = false;     // rpmemd --persist-commit with PMEM_IS_PMEM_FORCE=1
 	std::string provider = "tcp";
 	std::string daemon_args{};  // more rpmemd options
 	std::string shell_prefix{}; // shell words before rpmemd's command ("ulimit -n 128; ")
@@ -73,8 +77,8 @@ struct replica_options {
 /**
  * The suite runs some tests again with RPMEM_TEST_VARIANT set (tests/CMakeLists.txt): "commit"
  * (pools on /dev/shm, forced pmem, rpmemd --persist-commit: the commit method), "apm" (the
- * same with --persist-apm: RDMA write + read), "basic" (FI_MR_BASIC on both sides) or
- * "sockets-basic" (the same on the sockets provider).
+ * same with --persist-apm and a fake eADR platform: RDMA write + read), "basic" (FI_MR_BASIC on
+ * both sides) or "sockets-basic" (the same on the sockets provider).
  */
 inline replica_options with_variant(replica_options o)
 {
@@ -86,6 +90,7 @@ inline replica_options with_variant(replica_options o)
 	} else if (variant == "apm") {
 		o.parent = "/dev/shm";
 		o.apm = true;
+		o.fake_eadr = true;
 	} else if (variant == "basic") {
 		o.mr = fabric::mr_mode::basic;
 	} else if (variant == "sockets-basic") {
@@ -188,7 +193,10 @@ public:
 		// No redirection: rpmemd's stderr is what the client reports (sanitizer reports go
 		// to their log_path files), and the remote shell execs rpmemd, so a signal that
 		// kills it reaches the client as a signal.
-		return fmt::format("{}{}{} {}", opts_.shell_prefix, env, RPMEM_TEST_RPMEMD, args);
+		const std::string wrapper =
+		    opts_.fake_eadr ? std::string(RPMEM_SOURCE_DIR "/scripts/fake-eadr.sh ") : "";
+		return fmt::format("{}{}{}{} {}", opts_.shell_prefix, env, wrapper,
+		                   RPMEM_TEST_RPMEMD, args);
 	}
 
 	client::pool_options options() const

@@ -203,6 +203,9 @@ TEST_CASE("options with a value accept -x v, --opt v and --opt=v", "[cmdline]")
 	CHECK(parse({}).status_dir.empty()); // the default directory, chosen at run time
 	CHECK(parse({"--status-dir=/srv/rpmemd-status"}).status_dir == "/srv/rpmemd-status");
 	CHECK(parse({"--status-dir", "none"}).status_dir == "none");
+	// The operator's word that RDMA NIC writes are durable here: never assumed.
+	CHECK_FALSE(parse({}).nic_writes_durable);
+	CHECK(parse({"--nic-writes-durable"}).nic_writes_durable);
 }
 
 TEST_CASE("bad wait and memory registration modes", "[cmdline]")
@@ -347,10 +350,25 @@ TEST_CASE("usage and version", "[cmdline]")
 {
 	auto text = usage("/usr/bin/rpmemd");
 	CHECK_THAT(text, Contains("usage: /usr/bin/rpmemd"));
-	for (auto opt : {"--config", "--help", "--version", "--remove", "--force", "--pool-set",
-	                 "--nthreads", "--log-file", "--poolset-dir", "--persist-apm",
-	                 "--persist-general", "--use-syslog", "--log-level", "--heartbeat-timeout",
-	                 "--wait", "--persist-commit", "--mr-mode", "--auth-timeout"})
+	for (auto opt : {"--config",
+	                 "--help",
+	                 "--version",
+	                 "--remove",
+	                 "--force",
+	                 "--pool-set",
+	                 "--nthreads",
+	                 "--log-file",
+	                 "--poolset-dir",
+	                 "--persist-apm",
+	                 "--persist-general",
+	                 "--use-syslog",
+	                 "--log-level",
+	                 "--heartbeat-timeout",
+	                 "--wait",
+	                 "--persist-commit",
+	                 "--mr-mode",
+	                 "--auth-timeout",
+	                 "--nic-writes-durable"})
 		CHECK_THAT(text, Contains(opt));
 	CHECK(version_string() == std::string("rpmemd version ") + RPMEMD_VERSION);
 }
@@ -370,7 +388,8 @@ TEST_CASE("every config key", "[config-file]")
 	                     "mr-mode = basic\n"
 	                     "auth-timeout = 300\n"
 	                     "block-checksums = no\n"
-	                     "status-dir = /run/rpmemd-status\n");
+	                     "status-dir = /run/rpmemd-status\n"
+	                     "nic-writes-durable = yes\n");
 	CHECK(cfg.log_file == "/var/tmp/r.log");
 	CHECK_FALSE(cfg.use_syslog); // a log file turns syslog off
 	CHECK(cfg.poolset_dir == "/pools");
@@ -384,6 +403,7 @@ TEST_CASE("every config key", "[config-file]")
 	CHECK(cfg.auth_timeout == std::chrono::milliseconds(300));
 	CHECK(cfg.status_dir == "/run/rpmemd-status");
 	CHECK_FALSE(cfg.block_checksums);
+	CHECK(cfg.nic_writes_durable);
 
 	CHECK(from_text("log-file = /l\nuse-syslog = yes").use_syslog);
 	CHECK_FALSE(from_text("use-syslog = no").use_syslog);

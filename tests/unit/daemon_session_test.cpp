@@ -249,9 +249,12 @@ TEST_CASE("session: create hands the fabric target the pool and the client's req
 	CHECK(f.fake.params->nlanes == 4);
 	CHECK(f.fake.params->nthreads == 3);
 	CHECK(f.fake.region_size == 4 * MiB);
-	// /tmp is not persistent memory: neither NIC-write method may be offered.
-	CHECK_FALSE(f.fake.params->allow_apm);
-	CHECK_FALSE(f.fake.params->allow_commit);
+	// /tmp is not persistent memory: neither NIC-write method may be offered, on any provider.
+	CHECK_FALSE(f.fake.params->methods.pmem);
+	CHECK_FALSE(f.fake.params->methods.commit);
+	for (auto provider : {"tcp", "sockets", "verbs"})
+		CHECK(rpmemd::choose_method(f.fake.params->methods, provider, true).method ==
+		      ctl::persist_method::gpspm);
 	CHECK_FALSE(f.reopens()); // the session holds the pool
 
 	auto closed = f.close();
@@ -260,6 +263,30 @@ TEST_CASE("session: create hands the fabric target the pool and the client's req
 	CHECK(f.fake.stopped);
 	CHECK(fs::exists(f.part()));
 	CHECK(f.reopens());
+}
+
+TEST_CASE("session: the target is told what decides APM: persist-apm, the pool, the operator's "
+          "word",
+          "[session]")
+{
+	session_fixture f;
+	f.cfg.persist_apm = true;
+	f.cfg.persist_commit = true;
+	f.cfg.nic_writes_durable = true;
+	f.start();
+	REQUIRE(f.create().st == ctl::status::success);
+	REQUIRE(f.fake.params);
+	const auto &m = f.fake.params->methods;
+	CHECK(m.apm);
+	CHECK(m.nic_writes_durable);
+	CHECK_FALSE(m.pmem);
+	CHECK_FALSE(m.commit); // commit needs the pool on pmem
+	// Asked for, but the pool in /tmp is not persistent memory: GPSPM, and the log says why.
+	auto c = rpmemd::choose_method(m, "verbs", true);
+	CHECK(c.method == ctl::persist_method::gpspm);
+	CHECK_THAT(c.apm_refused, Catch::Contains("not on persistent memory"));
+	CHECK(f.close().st == ctl::status::success);
+	CHECK(f.wait_exit() == rpmemd::exit_ok);
 }
 
 TEST_CASE("session: open returns the attributes create stored", "[session]")
