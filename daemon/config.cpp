@@ -96,6 +96,23 @@ std::string substitute_home(std::string_view path, std::string_view home)
 	return std::string(path);
 }
 
+std::optional<port_range> parse_port_range(std::string_view text)
+{
+	auto port = [](std::string_view s) -> std::optional<std::uint16_t> {
+		try {
+			return static_cast<std::uint16_t>(number_value(s, 1, 65535));
+		} catch (const value_error &) {
+			return std::nullopt;
+		}
+	};
+	const auto dash = text.find('-');
+	auto first = port(text.substr(0, dash));
+	auto last = dash == std::string_view::npos ? first : port(text.substr(dash + 1));
+	if (!first || !last || *first > *last)
+		return std::nullopt;
+	return port_range{*first, *last};
+}
+
 config load(int argc, char **argv, const environment &env)
 {
 	cmdline_mask given;

@@ -5,7 +5,7 @@
 // runs `rpmemd --log-file=F --log-level=L --poolset-dir=D --config=C --persist-apm`, so the
 // options, their spellings and the config file syntax are PMDK 1.12's
 // (docs/design.md, PMDK §P1), plus extensions: heartbeat-timeout, wait, persist-commit, mr-mode,
-// auth-timeout, block-checksums, status-dir, nic-writes-durable.
+// auth-timeout, block-checksums, status-dir, nic-writes-durable, port-range.
 #pragma once
 
 #include "log.hpp"
@@ -15,6 +15,7 @@
 
 #include <bitset>
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -33,6 +34,13 @@ class config_error : public std::runtime_error
 {
 public:
 	using std::runtime_error::runtime_error;
+};
+
+/** Ports the fabric listener may take: first to last, both included. */
+struct port_range {
+	std::uint16_t first = 0;
+	std::uint16_t last = 0;
+	bool operator==(const port_range &) const = default;
 };
 
 struct config {
@@ -68,6 +76,10 @@ struct config {
 	// bypass the CPU caches, DDIO off, or the platform flushes the caches on power loss):
 	// persist-apm is then honoured on verbs too (target_method.hpp).
 	bool nic_writes_durable = false;
+	// Extension: the ports a session's fabric listener may take, for a firewall between
+	// client and replica (unset: an ephemeral port); a session takes the first free one and
+	// keeps it while it listens, until its client's connections are up.
+	std::optional<port_range> ports;
 	// Extension: answer clients' block checksum requests (delta resync reads the pool to hash
 	// it; "no" makes clients copy whole pools instead).
 	bool block_checksums = true;
@@ -92,6 +104,7 @@ enum class setting {
 	block_checksums,
 	status_dir,
 	nic_writes_durable,
+	port_range,
 	count_
 };
 
@@ -142,6 +155,9 @@ std::string substitute_home(std::string_view path, std::string_view home);
 /** Command line, then config files, then $HOME substitution and validation (poolset-dir must
  * be absolute). With -h or -V, returns right after the command line. */
 config load(int argc, char **argv, const environment &env);
+
+/** "first-last" or "port" (1 to 65535, first <= last); nullopt otherwise. */
+std::optional<port_range> parse_port_range(std::string_view text);
 
 /** Limits of the numeric settings: more would be a typo, not a configuration. */
 inline constexpr unsigned max_nthreads = 1024;

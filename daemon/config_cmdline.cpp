@@ -44,6 +44,7 @@ const option long_options[] = {
     {"block-checksums", required_argument, nullptr, long_only(setting::block_checksums)},
     {"status-dir", required_argument, nullptr, long_only(setting::status_dir)},
     {"nic-writes-durable", no_argument, nullptr, long_only(setting::nic_writes_durable)},
+    {"port-range", required_argument, nullptr, long_only(setting::port_range)},
     {nullptr, 0, nullptr, 0},
 };
 

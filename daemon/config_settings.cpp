@@ -126,6 +126,9 @@ void apply(config &cfg, setting s, std::string_view value, const cmdline_mask &k
 		// At least 10 ms: an honest client sends its request as soon as TCP connects.
 		return set(cfg.auth_timeout,
 		           std::chrono::milliseconds(number_value(value, 10, max_auth_timeout_ms)));
+	case setting::port_range:
+		return set(cfg.ports, parsed(value, parse_port_range, "a port range",
+		                             "first-last or one port, from 1 to 65535"));
 	case setting::count_:
 		break;
 	}

@@ -119,6 +119,7 @@ private:
 	ctl::fabric_params params_;
 
 	fab::info listen_info_;
+	fab::info port_info_; // the listener's own, for a port of port-range (listen_in_range)
 	std::unique_ptr<fab::fabric_domain> domain_;
 	std::unique_ptr<fab::eq> eq_;
 	std::unique_ptr<fab::passive_endpoint> pep_;

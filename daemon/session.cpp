@@ -267,6 +267,7 @@ private:
 		target_params tp;
 		tp.address = address_;
 		tp.providers = req.provider;
+		tp.ports = cfg_.ports;
 		tp.region = region_.get();
 		tp.nlanes = req.nlanes;
 		tp.methods.commit =

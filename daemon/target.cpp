@@ -18,9 +18,11 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <netdb.h>
 #include <pthread.h>
 #include <sstream>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -82,6 +84,62 @@ fab::info listen_info(const std::string &address, const std::string &providers,
 	throw rpmem::error(ENOMEDIUM, fmt::format("no libfabric provider of the client's list "
 	                                          "({}) can listen on {}: {}",
 	                                          providers, address, tried));
+}
+
+/** Whether a listener (or anything bound without SO_REUSEADDR) holds address:port: the bind a
+ *  listener would make fails with EADDRINUSE. Only to say why a provider refused the port
+ *  (sockets says EINVAL). */
+bool port_held(const std::string &address, std::uint16_t port)
+{
+	addrinfo hints{};
+	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
+	hints.ai_socktype = SOCK_STREAM;
+	addrinfo *res = nullptr;
+	if (getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints, &res) != 0)
+		return false;
+	bool held = false;
+	if (int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0); fd >= 0) {
+		int one = 1;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		held = ::bind(fd, res->ai_addr, res->ai_addrlen) != 0 && errno == EADDRINUSE;
+		::close(fd);
+	}
+	freeaddrinfo(res);
+	return held;
+}
+
+/** A listener on `address` at the first port of `range` the provider takes, bound to `events`;
+ *  its info goes to `info` (the sockets provider's listener refers to it). Throws
+ *  rpmem::error(EADDRINUSE) naming the range when no port of it is free. */
+std::unique_ptr<fab::passive_endpoint>
+listen_in_range(const fab::fabric_domain &domain, const fab::eq &events, const std::string &address,
+                const fab::request &req, port_range range, fab::info &info)
+{
+	std::string first_why;
+	unsigned held = 0, tried = 0;
+	for (unsigned port = range.first; port <= range.last; ++port) {
+		++tried;
+		try {
+			info = fab::info::query(address, std::to_string(port), FI_SOURCE, req);
+			auto pep = std::make_unique<fab::passive_endpoint>(domain, info);
+			pep->bind(events);
+			pep->listen();
+			return pep;
+		} catch (const rpmem::error &e) {
+			if (port_held(address, static_cast<std::uint16_t>(port)))
+				++held;
+			else if (first_why.empty())
+				first_why = fmt::format("port {}: {}", port, e.message());
+		}
+	}
+	throw rpmem::error(
+	    EADDRINUSE,
+	    fmt::format("no port of port-range {}-{} on {} is free for the fabric listener "
+	                "(provider {}): {} of the {} in use{}{}; widen port-range in rpmemd's "
+	                "config (rpmemd(1)), or let the sessions holding them connect first (a "
+	                "session keeps its port only until its client's connections are up)",
+	                range.first, range.last, address, req.provider, held, tried,
+	                first_why.empty() ? "" : ", ", first_why));
 }
 
 unsigned cpu_count()
@@ -146,6 +204,13 @@ void fabric_target::listen(const target_params &p)
 	slot_size_ = rpmem::lane::request_header_size + inline_max_;
 	limits_ = {nlanes_, inline_max_};
 	eq_ = std::make_unique<fab::eq>(*domain_);
+	if (p.ports) {
+		fab::request req;
+		req.provider = g.provider;
+		req.mr = p.mr_mode;
+		pep_ = listen_in_range(*domain_, *eq_, p.address, req, *p.ports, port_info_);
+		return;
+	}
 	pep_ = std::make_unique<fab::passive_endpoint>(*domain_, fi);
 	pep_->bind(*eq_);
 	pep_->listen();

@@ -3,6 +3,7 @@
 // present the session's secret, and serves lane requests on a few worker threads.
 #pragma once
 
+#include "config.hpp"
 #include "control/messages.hpp"
 #include "fabric/mr_mode.hpp"
 #include "fabric/spin_policy.hpp"
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace rpmemd
@@ -23,6 +25,8 @@ namespace rpmemd
 struct target_params {
 	std::string address;   // numeric address to listen on (SSH_CONNECTION's server address)
 	std::string providers; // client's preference: "tcp" or "verbs,tcp,sockets"
+	// The ports the listener may take (port-range): the first free one; unset: ephemeral.
+	std::optional<port_range> ports;
 	persist_region *region = nullptr;
 	std::uint32_t nlanes = 0; // requested by the client
 	// What decides the persistence method besides the provider (target_method.hpp): GPSPM
@@ -79,7 +83,8 @@ public:
 	virtual void stop() = 0;
 };
 
-/** Starts listening; throws rpmem::error (ENOMEDIUM: no provider; others: fabric setup). */
+/** Starts listening; throws rpmem::error (ENOMEDIUM: no provider; EADDRINUSE: no free port in
+ *  port-range, which the client sees as a fatal connection error; others: fabric setup). */
 std::unique_ptr<target> start_target(const target_params &params);
 
 } // namespace rpmemd

@@ -52,6 +52,10 @@ std::string usage(std::string_view program)
 	    "      --block-checksums <yes|no>\n"
 	    "                            answer clients' block checksum requests (delta\n"
 	    "                            resync; default yes; no: clients copy whole pools)\n"
+	    "      --port-range <first-last>\n"
+	    "                            the ports the fabric listener may take (one port\n"
+	    "                            per session setting up at once; default: an\n"
+	    "                            ephemeral port)\n"
 	    "      --status-dir <path>   where sessions record what they serve for `rpmem\n"
 	    "                            status` (default /run/user/UID/rpmemd, else\n"
 	    "                            /tmp/rpmemd-UID; none: no records)\n"
@@ -60,7 +64,7 @@ std::string usage(std::string_view program)
 	    "One 'key = value' per line, '#' starts a comment, booleans are yes or no.\n"
 	    "Keys: log-file, poolset-dir, persist-apm, persist-general, use-syslog,\n"
 	    "log-level, heartbeat-timeout, wait, persist-commit, mr-mode, auth-timeout,\n"
-	    "block-checksums, status-dir, nic-writes-durable.\n"
+	    "block-checksums, status-dir, nic-writes-durable, port-range.\n"
 	    "Command-line options override config files.\n",
 	    program, max_nthreads, max_heartbeat_ms, max_auth_timeout_ms);
 }

@@ -14,12 +14,15 @@
 #include "fabric/page_buffer.hpp"
 #include "rpmem/error.hpp"
 
+#include <arpa/inet.h>
 #include <atomic>
 #include <cerrno>
 #include <deque>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <regex>
 #include <string_view>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -311,6 +314,90 @@ TEST_CASE("APM asked for where it is not durable gives way to commit, or to GPSP
 	CHECK(method == gpspm);
 	CHECK_THAT(log, Catch::Contains(
 	                    fmt::format("{}: the pool is not on persistent memory", not_offered)));
+}
+
+namespace
+{
+
+/** A TCP socket on 0.0.0.0:port, listening when `listen_too`; -1 when the port is taken. */
+int bind_port(std::uint16_t port, bool listen_too)
+{
+	int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	REQUIRE(fd >= 0);
+	sockaddr_in sa{};
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(port);
+	sa.sin_addr.s_addr = htonl(INADDR_ANY);
+	if (::bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0 ||
+	    (listen_too && ::listen(fd, 1) != 0)) {
+		::close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/** A port p below the ephemeral range whose p and p + 1 are both free right now, with p held
+ *  by a listener of this process (closed by the caller). */
+std::pair<std::uint16_t, int> held_port_with_free_neighbour()
+{
+	for (unsigned p = 20000 + static_cast<unsigned>(::getpid() % 5000) * 2; p < 32000; p += 2) {
+		int next = bind_port(static_cast<std::uint16_t>(p + 1), false);
+		if (next < 0)
+			continue;
+		::close(next);
+		if (int held = bind_port(static_cast<std::uint16_t>(p), true); held >= 0)
+			return {static_cast<std::uint16_t>(p), held};
+	}
+	FAIL("no two free neighbouring ports between 20000 and 32000");
+	return {0, -1};
+}
+
+} // namespace
+
+TEST_CASE("port-range: the fabric listener takes the first free port of the range, and with none "
+          "free the create fails saying so",
+          "[data][port-range]")
+{
+	auto [port, held] = held_port_with_free_neighbour();
+	INFO("port " << port << " held by the test, " << port + 1 << " free");
+	struct closer {
+		int fd;
+		~closer() { ::close(fd); }
+	} hold{held};
+	{
+		// The first port is taken: the session listens on the second, and the data path
+		// works.
+		remote_setup fx(8 << 20, {"8M"},
+		                {.provider = "tcp",
+		                 .daemon_args = fmt::format("--port-range={}-{}", port, port + 1)});
+		unsigned nlanes = 2;
+		auto pool = fx.create(nlanes);
+		std::memset(fx.local.data() + hdr, 0x6e, 8192);
+		pool->persist(hdr, 8192, 0, 0);
+		pool->close();
+		CHECK(slurp(fx.node.part("pool.set")).substr(hdr, 8192) ==
+		      std::string(8192, '\x6e'));
+		CHECK_THAT(fx.node.log_text(), Catch::Contains(fmt::format(
+		                                   "fabric target on 127.0.0.1:{}: ", port + 1)));
+	}
+	// Every port of the range is taken: the create fails with what to do, and leaves no pool.
+	remote_setup fx(8 << 20, {"8M"},
+	                {.provider = "tcp", .daemon_args = fmt::format("--port-range={}", port)});
+	unsigned nlanes = 2;
+	try {
+		fx.create(nlanes);
+		FAIL("create succeeded with every port of port-range taken");
+	} catch (const rpmem::error &e) {
+		INFO(e.what());
+		CHECK(e.errnum() == ECONNABORTED);
+		CHECK_THAT(
+		    std::string(e.what()),
+		    Catch::Contains(fmt::format("no port of port-range {0}-{0} on 127.0.0.1 is "
+		                                "free for the fabric listener (provider tcp): 1 "
+		                                "of the 1 in use; widen port-range",
+		                                port)));
+	}
+	CHECK_FALSE(fs::exists(fx.node.part("pool.set")));
 }
 
 TEST_CASE("sockets GPSPM with FI_MR_BASIC: replica equals the local pool", "[data][sockets][mr]")

@@ -291,6 +291,32 @@ TEST_CASE("unknown options are rejected with a usage hint", "[cmdline]")
 	CHECK_THAT(parse_error({"--max-lanes=3"}), Contains("'--max-lanes'"));
 }
 
+TEST_CASE("port-range: first-last or one port, from 1 to 65535, on the command line or in a "
+          "file",
+          "[cmdline][config-file]")
+{
+	CHECK_FALSE(parse({}).ports); // an ephemeral port
+	for (auto cfg : {parse({"--port-range", "7000-7010"}), parse({"--port-range=7000-7010"})})
+		CHECK(cfg.ports == port_range{7000, 7010});
+	CHECK(parse({"--port-range=7001"}).ports == port_range{7001, 7001});
+	CHECK(parse({"--port-range=1-65535"}).ports == port_range{1, 65535});
+	for (auto bad : {"0-10", "10-5", "65536", "7000-70000", "a-b", "7000-", "-7000",
+	                 "7000--7001", "+7000", " 7000", "7000-7001-7002", ""}) {
+		INFO("'" << bad << "'");
+		CHECK_FALSE(parse_port_range(bad));
+		CHECK_THAT(parse_error({std::string("--port-range=") + bad}),
+		           Contains("invalid --port-range") && Contains("is not a port range") &&
+		               Contains("first-last or one port, from 1 to 65535"));
+	}
+	CHECK(from_text("port-range = 9000").ports == port_range{9000, 9000});
+	// The command line wins over a file.
+	config cfg = parse({"--port-range=8000-8001"});
+	cmdline_mask given;
+	given.set(setting::port_range);
+	parse_config_text(cfg, "port-range = 9000-9001\n", "test.conf", given);
+	CHECK(cfg.ports == port_range{8000, 8001});
+}
+
 TEST_CASE("missing and surplus values are rejected", "[cmdline]")
 {
 	CHECK_THAT(parse_error({"--log-level"}), Contains("--log-level needs a value"));
@@ -368,7 +394,8 @@ TEST_CASE("usage and version", "[cmdline]")
 	                 "--persist-commit",
 	                 "--mr-mode",
 	                 "--auth-timeout",
-	                 "--nic-writes-durable"})
+	                 "--nic-writes-durable",
+	                 "--port-range"})
 		CHECK_THAT(text, Contains(opt));
 	CHECK(version_string() == std::string("rpmemd version ") + RPMEMD_VERSION);
 }
@@ -389,7 +416,8 @@ TEST_CASE("every config key", "[config-file]")
 	                     "auth-timeout = 300\n"
 	                     "block-checksums = no\n"
 	                     "status-dir = /run/rpmemd-status\n"
-	                     "nic-writes-durable = yes\n");
+	                     "nic-writes-durable = yes\n"
+	                     "port-range = 50000-50099\n");
 	CHECK(cfg.log_file == "/var/tmp/r.log");
 	CHECK_FALSE(cfg.use_syslog); // a log file turns syslog off
 	CHECK(cfg.poolset_dir == "/pools");
@@ -404,6 +432,7 @@ TEST_CASE("every config key", "[config-file]")
 	CHECK(cfg.status_dir == "/run/rpmemd-status");
 	CHECK_FALSE(cfg.block_checksums);
 	CHECK(cfg.nic_writes_durable);
+	CHECK(cfg.ports == port_range{50000, 50099});
 
 	CHECK(from_text("log-file = /l\nuse-syslog = yes").use_syslog);
 	CHECK_FALSE(from_text("use-syslog = no").use_syslog);
@@ -449,6 +478,8 @@ TEST_CASE("config syntax errors name the file and line", "[config-file]")
 	    {"wait = busy\n", "test.conf:1: bad value for wait: 'busy' is not a way to wait"},
 	    {"persist-commit = 1\n", "test.conf:1: bad value for persist-commit: '1' is not a "
 	                             "boolean"},
+	    {"port-range = 9000-8000\n", "test.conf:1: bad value for port-range: '9000-8000' is "
+	                                 "not a port range; use first-last or one port"},
 	    {"use-syslog = a\x01"
 	     "b\n",
 	     "test.conf:1: bad value for use-syslog: 'a?b'"},
