@@ -5,9 +5,14 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <vector>
 
+#include <fcntl.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -59,6 +64,16 @@ void finish(config &cfg, const cmdline_mask &given, const std::vector<std::strin
 			    "or scalable; fix or unset it, or give --mr-mode",
 			    shown(*env.mr_mode)));
 	}
+}
+
+/** Whether the command line asks for --check-config: known before it parses, so that a check
+ *  whose own command line is wrong still answers as a check. */
+bool asks_check(int argc, char **argv)
+{
+	for (int i = 1; i < argc; ++i)
+		if (argv[i] && std::string_view(argv[i]) == "--check-config")
+			return true;
+	return false;
 }
 
 } // namespace
@@ -113,15 +128,67 @@ std::optional<port_range> parse_port_range(std::string_view text)
 	return port_range{*first, *last};
 }
 
+std::string check_config(const config &cfg, const std::vector<std::string> &files_read)
+{
+	std::error_code ec;
+	if (!std::filesystem::is_directory(cfg.poolset_dir, ec))
+		throw config_error(
+		    fmt::format("rpmemd: poolset-dir {} is not a directory{}{}: create "
+		                "it or set poolset-dir",
+		                cfg.poolset_dir, ec ? ": " : "", ec ? ec.message() : ""));
+	if (!cfg.use_syslog) {
+		int fd =
+		    ::open(cfg.log_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+		if (fd < 0)
+			throw config_error(
+			    fmt::format("rpmemd: cannot open log file '{}': {}; fix "
+			                "log-file or its directory's permissions, or "
+			                "set use-syslog = yes",
+			                cfg.log_file, std::strerror(errno)));
+		::close(fd);
+	}
+	std::string out = "# rpmemd: the configuration is valid; ";
+	if (files_read.empty()) {
+		out += "no config file read\n";
+	} else {
+		out += "read";
+		for (const auto &f : files_read)
+			out += " " + f;
+		out += "\n";
+	}
+	for (const auto &s : settings) {
+		if (auto v = value_text(cfg, s.id))
+			out += fmt::format("{} = {}\n", s.key, *v);
+		else
+			out += fmt::format("#{} = (rpmemd's choice, rpmemd(1))\n", s.key);
+	}
+	out += fmt::format("# command line only: nthreads = {}\n", cfg.nthreads);
+	return out;
+}
+
 config load(int argc, char **argv, const environment &env)
 {
 	cmdline_mask given;
-	config cfg = parse_command_line(argc, argv, &given);
-	if (cfg.help || cfg.version)
-		return cfg;
-	auto read = read_config_files(cfg, given, env);
-	finish(cfg, given, read, env);
-	return cfg;
+	config cfg;
+	try {
+		cfg = parse_command_line(argc, argv, &given);
+		if (cfg.help || cfg.version)
+			return cfg;
+		auto read = read_config_files(cfg, given, env);
+		finish(cfg, given, read, env);
+		if (!cfg.check_config)
+			return cfg;
+		// Here, not in main(): a check prints nothing a client would read, and exits.
+		std::fputs(check_config(cfg, read).c_str(), stdout);
+		std::exit(0);
+	} catch (const config_error &e) {
+		if (!cfg.check_config && !asks_check(argc, argv))
+			throw;
+		const std::string_view what = e.what();
+		std::fprintf(stderr, "%s%s\n",
+		             what.starts_with("rpmemd:") ? "" : "rpmemd: ", e.what());
+		std::exit(255);
+	}
 }
 
 } // namespace rpmemd

@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #ifndef RPMEMD_VERSION
 #define RPMEMD_VERSION "0.1.0"
@@ -57,6 +58,7 @@ struct config {
 	bool remove_poolset = false;            // --pool-set: with --remove, delete the file too
 	bool help = false;                      // -h: print usage() to stderr, exit 0
 	bool version = false;                   // -V: print version_string() to stderr, exit 0
+	bool check_config = false;              // --check-config: check_config(), then exit
 
 	// Extension (also a config key): how long the daemon waits on a silent client (no control
 	// message, no fabric traffic) before it declares the session dead and cleans up.
@@ -153,8 +155,19 @@ void load_config_files(config &cfg, const cmdline_mask &given, const environment
 std::string substitute_home(std::string_view path, std::string_view home);
 
 /** Command line, then config files, then $HOME substitution and validation (poolset-dir must
- * be absolute). With -h or -V, returns right after the command line. */
+ * be absolute). With -h or -V, returns right after the command line. With --check-config it
+ * does not return: it prints check_config()'s text on stdout and exits 0, or the error on
+ * stderr and exits 255 (nothing on stdout: no client reads it). */
 config load(int argc, char **argv, const environment &env);
+
+/**
+ * What rpmemd --check-config prints for a configuration load() accepted: the config files
+ * read, then every config key with its effective value, as a config file would set it (a
+ * value left to rpmemd's default is shown commented out). Throws config_error for what would
+ * stop a session although the syntax is right: a poolset-dir that is not a directory, a
+ * log-file that cannot be opened for appending (it is created, as rpmemd would).
+ */
+std::string check_config(const config &cfg, const std::vector<std::string> &files_read);
 
 /** "first-last" or "port" (1 to 65535, first <= last); nullopt otherwise. */
 std::optional<port_range> parse_port_range(std::string_view text);

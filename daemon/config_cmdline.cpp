@@ -16,11 +16,13 @@ namespace
 
 constexpr std::string_view help_hint = "run 'rpmemd --help' for the list of options";
 
-// getopt_long values of the long-only options: setting index + 256, past every short option.
+// getopt_long values of the long-only options: setting index + 256, past every short option;
+// the long-only actions past every setting.
 constexpr int long_only(setting s)
 {
 	return 256 + static_cast<int>(s);
 }
+constexpr int check_config_option = 256 + static_cast<int>(setting::count_);
 
 const option long_options[] = {
     {"config", required_argument, nullptr, 'c'},
@@ -30,6 +32,7 @@ const option long_options[] = {
     {"force", no_argument, nullptr, 'f'},
     {"pool-set", no_argument, nullptr, 's'},
     {"nthreads", required_argument, nullptr, 't'},
+    {"check-config", no_argument, nullptr, check_config_option},
     {"log-file", required_argument, nullptr, long_only(setting::log_file)},
     {"poolset-dir", required_argument, nullptr, long_only(setting::poolset_dir)},
     {"persist-apm", no_argument, nullptr, long_only(setting::persist_apm)},
@@ -114,6 +117,9 @@ bool handle_option(config &cfg, cmdline_mask &given, int val, const char *arg)
 			return true;
 		case 't':
 			cfg.nthreads = static_cast<unsigned>(number_value(arg, 0, max_nthreads));
+			return true;
+		case check_config_option:
+			cfg.check_config = true;
 			return true;
 		default:
 			break;

@@ -135,4 +135,48 @@ void apply(config &cfg, setting s, std::string_view value, const cmdline_mask &k
 	throw value_error{"internal error: unknown setting"};
 }
 
+std::optional<std::string> value_text(const config &cfg, setting s)
+{
+	auto yes_no = [](bool b) -> std::string { return b ? "yes" : "no"; };
+	auto ms = [](std::chrono::milliseconds d) { return std::to_string(d.count()); };
+	switch (s) {
+	case setting::log_file:
+		return cfg.log_file;
+	case setting::poolset_dir:
+		return cfg.poolset_dir;
+	case setting::status_dir:
+		if (cfg.status_dir.empty())
+			return std::nullopt;
+		return cfg.status_dir;
+	case setting::persist_apm:
+	case setting::persist_general:
+	case setting::persist_commit:
+	case setting::use_syslog:
+	case setting::block_checksums:
+	case setting::nic_writes_durable:
+		return yes_no(cfg.*bool_field(s));
+	case setting::wait:
+		return rpmem::fabric::to_string(cfg.wait);
+	case setting::mr_mode:
+		if (!cfg.mr_mode)
+			return std::nullopt;
+		return rpmem::fabric::to_string(*cfg.mr_mode);
+	case setting::log_level:
+		return std::string(to_string(cfg.level));
+	case setting::heartbeat_timeout:
+		return ms(cfg.heartbeat_timeout);
+	case setting::auth_timeout:
+		return ms(cfg.auth_timeout);
+	case setting::port_range:
+		if (!cfg.ports)
+			return std::nullopt;
+		return cfg.ports->first == cfg.ports->last
+		           ? std::to_string(cfg.ports->first)
+		           : fmt::format("{}-{}", cfg.ports->first, cfg.ports->last);
+	case setting::count_:
+		break;
+	}
+	return std::nullopt;
+}
+
 } // namespace rpmemd::detail

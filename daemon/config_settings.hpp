@@ -8,6 +8,7 @@
 #include "config.hpp"
 
 #include <array>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +58,10 @@ unsigned long long number_value(std::string_view value, unsigned long long min,
 /** Sets `s` from its text form, unless `keep` says the command line set it already (the
  * value is still checked: a broken config file line is reported either way). */
 void apply(config &cfg, setting s, std::string_view value, const cmdline_mask &keep);
+
+/** The value of `s` in cfg as a config file line would give it; nullopt where cfg keeps
+ *  rpmemd's choice (status-dir and port-range unset, mr-mode left to the environment). */
+std::optional<std::string> value_text(const config &cfg, setting s);
 
 /** Applies the config files load_config_files() documents; returns those that existed. */
 std::vector<std::string> read_config_files(config &cfg, const cmdline_mask &given,

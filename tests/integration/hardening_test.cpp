@@ -318,3 +318,46 @@ TEST_CASE("a client out of file descriptors is told which host and what to raise
 	                            Catch::Contains("Too many open files") &&
 	                            Catch::Contains("ulimit -n"));
 }
+
+TEST_CASE("rpmemd --check-config reads the config as a session would: every key's value on "
+          "stdout and 0, or what is wrong on stderr and 255",
+          "[hardening][config]")
+{
+	char tmpl[] = "/tmp/rpmemd-check-XXXXXX";
+	REQUIRE(::mkdtemp(tmpl));
+	const fs::path dir = tmpl;
+	const auto conf = dir / "rpmemd.conf", err = dir / "stderr";
+	// stdout is what run() returns, stderr goes to a file of its own.
+	auto check = [&](const std::string &text) {
+		std::ofstream(conf) << text;
+		return run(fmt::format("{{ {} --config {} --check-config 2>{}; }}",
+		                       RPMEM_TEST_RPMEMD, conf.string(), err.string()));
+	};
+	auto r = check(fmt::format("poolset-dir = {}\nport-range = 7000-7009\nlog-level = info\n",
+	                           dir.string()));
+	INFO("stdout:\n" << r.output << "stderr:\n" << slurp(err));
+	CHECK(r.status == 0);
+	CHECK_THAT(r.output, Catch::StartsWith("# rpmemd: the configuration is valid; read " +
+	                                       conf.string()));
+	CHECK_THAT(r.output, Catch::Contains("\nport-range = 7000-7009\n") &&
+	                         Catch::Contains("\nlog-level = info\n") &&
+	                         Catch::Contains("\npoolset-dir = " + dir.string() + "\n"));
+	CHECK(slurp(err).empty());
+	// --version, which troubleshooting.md once suggested, returns before reading the file.
+	std::ofstream(conf) << "nthreads = 4\n";
+	CHECK(
+	    run(fmt::format("{} --config {} --version", RPMEM_TEST_RPMEMD, conf.string())).status ==
+	    0);
+	// A key that is not one (nthreads is for the command line only), a poolset-dir that is
+	// not a directory: 255, the reason on stderr, nothing on stdout.
+	for (auto [text, why] : std::vector<std::pair<std::string, std::string>>{
+	         {"nthreads = 4\n", "nthreads"},
+	         {"poolset-dir = " + (dir / "missing").string() + "\n", "is not a directory"}}) {
+		r = check(text);
+		INFO(text << "stdout:\n" << r.output << "stderr:\n" << slurp(err));
+		CHECK(r.status == 255);
+		CHECK(r.output.empty());
+		CHECK_THAT(slurp(err), Catch::Contains(why));
+	}
+	fs::remove_all(dir);
+}

@@ -317,6 +317,64 @@ TEST_CASE("port-range: first-last or one port, from 1 to 65535, on the command l
 	CHECK(cfg.ports == port_range{8000, 8001});
 }
 
+TEST_CASE("check_config: every key with its effective value, as a config file would set it",
+          "[check-config]")
+{
+	temp_dir dir;
+	config cfg = parse({"--check-config", "--port-range=7000-7009", "--log-level=info"});
+	CHECK(cfg.check_config);
+	cfg.poolset_dir = dir.path.string();
+	const auto text = check_config(cfg, {"/etc/rpmemd/rpmemd.conf", "/root/.rpmemd.conf"});
+	INFO(text);
+	CHECK_THAT(text, Contains("# rpmemd: the configuration is valid; read "
+	                          "/etc/rpmemd/rpmemd.conf /root/.rpmemd.conf\n"));
+	CHECK_THAT(text, Contains("\npoolset-dir = " + dir.path.string() + "\n"));
+	CHECK_THAT(text, Contains("\nport-range = 7000-7009\n"));
+	CHECK_THAT(text, Contains("\nlog-level = info\n"));
+	CHECK_THAT(text, Contains("\npersist-apm = no\n"));
+	CHECK_THAT(text, Contains("\n#status-dir = (rpmemd's choice, rpmemd(1))\n"));
+	CHECK_THAT(text, Contains("\n# command line only: nthreads = 0\n"));
+	// Every key once, at the start of a line: the text is a config file rpmemd reads back to
+	// the same configuration.
+	for (auto key :
+	     {"log-file", "poolset-dir", "persist-apm", "persist-general", "use-syslog",
+	      "log-level", "heartbeat-timeout", "wait", "persist-commit", "mr-mode", "auth-timeout",
+	      "block-checksums", "status-dir", "nic-writes-durable", "port-range"}) {
+		INFO(key);
+		std::regex line("(^|\n)#?" + std::string(key) + " = ");
+		CHECK(std::distance(std::sregex_iterator(text.begin(), text.end(), line),
+		                    std::sregex_iterator()) == 1);
+	}
+	auto back = from_text(text);
+	CHECK(back.poolset_dir == cfg.poolset_dir);
+	CHECK(back.ports == cfg.ports);
+	CHECK(back.level == cfg.level);
+	CHECK(back.use_syslog == cfg.use_syslog);
+	CHECK(back.log_file == cfg.log_file);
+	CHECK(check_config(cfg, {}).starts_with("# rpmemd: the configuration is valid; no config "
+	                                        "file read\n"));
+}
+
+TEST_CASE("check_config: what would stop a session although the syntax is right", "[check-config]")
+{
+	temp_dir dir;
+	config cfg;
+	cfg.poolset_dir = (dir.path / "missing").string();
+	CHECK_THAT(error_of([&] { check_config(cfg, {}); }),
+	           Contains("poolset-dir " + cfg.poolset_dir + " is not a directory") &&
+	               Contains("create it or set poolset-dir"));
+	cfg.poolset_dir = dir.path.string();
+	cfg.use_syslog = false;
+	cfg.log_file = (dir.path / "no-such-dir" / "rpmemd.log").string();
+	CHECK_THAT(error_of([&] { check_config(cfg, {}); }),
+	           Contains("cannot open log file '" + cfg.log_file +
+	                    "': No such file or directory; fix log-file"));
+	// A log file that can be opened is created, as rpmemd would.
+	cfg.log_file = (dir.path / "rpmemd.log").string();
+	CHECK_THAT(check_config(cfg, {}), Contains("\nuse-syslog = no\n"));
+	CHECK(fs::exists(cfg.log_file));
+}
+
 TEST_CASE("missing and surplus values are rejected", "[cmdline]")
 {
 	CHECK_THAT(parse_error({"--log-level"}), Contains("--log-level needs a value"));
@@ -377,6 +435,7 @@ TEST_CASE("usage and version", "[cmdline]")
 	auto text = usage("/usr/bin/rpmemd");
 	CHECK_THAT(text, Contains("usage: /usr/bin/rpmemd"));
 	for (auto opt : {"--config",
+	                 "--check-config",
 	                 "--help",
 	                 "--version",
 	                 "--remove",
