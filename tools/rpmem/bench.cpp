@@ -35,7 +35,7 @@ int cmd_bench(const std::vector<std::string> &args)
 	execv(bench.c_str(), argv.data());
 	int e = errno;
 	throw failure(fmt::format("cannot run {}: {}{}", bench, std::strerror(e),
-	                          e == ENOENT ? " — install the rpmemd package (it ships "
+	                          e == ENOENT ? " — install the rpmem-tools package (it ships "
 	                                        "rpmem-bench) or build the rpmem-bench target"
 	                                      : ""));
 }
