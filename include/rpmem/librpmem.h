@@ -70,8 +70,9 @@ int rpmem_flush(RPMEMpool *rpp, size_t offset, size_t length, unsigned lane, uns
 /* Makes everything flushed on lane persistent on the remote node: one round trip. */
 int rpmem_drain(RPMEMpool *rpp, unsigned lane, unsigned flags);
 
-/* Returns when [offset, offset + length) is persistent on the remote node. Without
- * RPMEM_PERSIST_RELAXED an aligned 8-byte store is never torn on the replica. */
+/* Returns when [offset, offset + length) is persistent on the remote node. An aligned 8-byte
+ * store is never torn on the replica. RPMEM_PERSIST_RELAXED (PMDK: the persist may tear them)
+ * is accepted and changes nothing: a relaxed persist is made exactly as any other. */
 int rpmem_persist(RPMEMpool *rpp, size_t offset, size_t length, unsigned lane, unsigned flags);
 /* Reads [offset, offset + length) of the remote pool into buff. */
 int rpmem_read(RPMEMpool *rpp, void *buff, size_t offset, size_t length, unsigned lane);

@@ -54,7 +54,8 @@ struct connect_options {
 	std::chrono::milliseconds timeout{0};    // data-path silence bound (RPMEM_TIMEOUT)
 };
 
-/** Flags of persist(): relaxed lets 8-byte aligned stores tear on the replica (PMDK). */
+/** Flags of persist(): relaxed (PMDK: 8-byte aligned stores may tear on the replica) is
+ *  accepted and changes nothing: a relaxed persist is made exactly as any other. */
 enum class persist_flags : unsigned { none = 0, relaxed = 1 };
 
 /** Flags of remove(). */
@@ -124,8 +125,9 @@ public:
 	void drain(unsigned lane = 0);
 	/** Persist that also flushes the replica's caches where they are not persistent. */
 	void deep_persist(std::size_t offset, std::size_t length, unsigned lane = 0);
-	/** Reads [offset, offset+buf.size()) of the remote pool into buf. Providers that need
-	 * registered buffers (verbs) require buf to lie inside memory(). */
+	/** Reads [offset, offset+buf.size()) of the remote pool into buf, which may lie anywhere.
+	 * Where the provider needs registered buffers (verbs), a buf outside memory() is read
+	 * through pages registered for the call (up to 4 MiB at a time), then copied. */
 	void read(std::span<std::byte> buf, std::size_t offset, unsigned lane = 0);
 
 	/** Rewrites the remote header's attributes (rpmem_set_attr). */
