@@ -20,3 +20,10 @@ add_test(NAME "docs: README's by-hand walk-through runs"
           ${PROJECT_BINARY_DIR})
 set_tests_properties("docs: README's by-hand walk-through runs" PROPERTIES LABELS "integration"
   SKIP_RETURN_CODE 77)
+
+# The RPMEM_* variables, rpmemd's options, config keys and variables the code reads are the ones
+# librpmem(7), rpmemd(1) and packaging/rpmemd.conf document, both ways (tests/docs/env_keys.py).
+add_test(NAME "docs: every variable, rpmemd option and config key the code reads is documented, and only those"
+  COMMAND python3 ${PROJECT_SOURCE_DIR}/tests/docs/env_keys.py ${PROJECT_SOURCE_DIR})
+set_tests_properties("docs: every variable, rpmemd option and config key the code reads is documented, and only those"
+  PROPERTIES LABELS "unit")
