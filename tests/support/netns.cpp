@@ -135,7 +135,7 @@ void netns_pair::set_link(bool up)
 	    fmt::format("{}ip link set {} {}", exec_client(), client_veth_, up ? "up" : "down"));
 }
 
-void netns_pair::in_ns(const std::string &ns, const std::function<void()> &fn)
+void in_netns(const std::string &ns, const std::function<void()> &fn)
 {
 	fd_guard self(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
 	fd_guard target(::open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC));

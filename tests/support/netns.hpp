@@ -16,6 +16,11 @@
 namespace rpmem::test
 {
 
+/** Runs fn on the calling thread inside network namespace `ns` (a name under /run/netns):
+ *  sockets it creates and processes it forks stay there. The thread returns to its own
+ *  namespace afterwards, also when fn throws. */
+void in_netns(const std::string &ns, const std::function<void()> &fn);
+
 class netns_pair
 {
 public:
@@ -43,11 +48,10 @@ public:
 
 	/** Runs fn on the calling thread inside the server namespace (sockets it creates and
 	 *  processes it forks stay there), then returns the thread to its namespace. */
-	void in_server(const std::function<void()> &fn) const { in_ns(server_ns_, fn); }
-	void in_client(const std::function<void()> &fn) const { in_ns(client_ns_, fn); }
+	void in_server(const std::function<void()> &fn) const { in_netns(server_ns_, fn); }
+	void in_client(const std::function<void()> &fn) const { in_netns(client_ns_, fn); }
 
 private:
-	static void in_ns(const std::string &ns, const std::function<void()> &fn);
 	void cleanup() noexcept;
 
 	std::string client_ns_, server_ns_;

@@ -241,6 +241,16 @@ void sshd::stop()
 	pid_ = -1;
 }
 
+void sshd::start_again()
+{
+	if (pid_ > 0)
+		return;
+	if (!try_start())
+		throw std::runtime_error(
+		    fmt::format("sshd fixture: sshd did not start again on {} port {}:\n{}",
+		                address_, port_, log_text()));
+}
+
 void sshd::write_files()
 {
 	write_file(dir_ / "sshd_config",

@@ -52,6 +52,16 @@ public:
 	/** What sshd logged so far (-E file): auth failures and the like. */
 	std::string log_text() const;
 
+	/** Stops the listening sshd by its PID, as `systemctl stop ssh` does: the sessions it
+	 *  started go on, new connections are refused. */
+	void stop_listening() { stop(); }
+	/** Starts sshd again on the same address, port and keys; returns once it accepts
+	 *  connections. Call it on a thread in the network namespace the fixture was created in
+	 *  (and one that outlives it, as for the constructor). Throws std::runtime_error with
+	 *  sshd's log when it does not start (the port taken meanwhile, say). */
+	void start_again();
+	bool listening() const { return pid_ > 0; }
+
 	/** A new key pair in dir (not authorized); returns the private key's path. */
 	std::string make_key(const std::string &name, const std::string &type = "ed25519") const;
 	/** A known_hosts file holding a freshly generated, WRONG host key of the given type for
