@@ -14,11 +14,27 @@
  *                                             stdin ends: closes the pool, prints "closed" and
  *                                             exits 0. Any failure exits non-zero (libpmemobj
  *                                             aborts by itself when a replica fails a persist).
+ *   pmemobj_log resume POOLSET HISTORY THREADS
+ *                                             opens the pool a killed writer left (libpmemobj
+ *                                             recovers it), checks that every thread's counter
+ *                                             is at least what HISTORY says was committed, then
+ *                                             goes on as run from there (tests/chaos).
  *   pmemobj_log check POOLSET HISTORY         opens the pool (e.g. a promoted replica) and
  *                                             checks that every thread's counter is at least
  *                                             what HISTORY says was committed and that its last
  *                                             SLOTS records up to the counter are whole. Prints
  *                                             "ok N" (records checked) or what is wrong, exit 1.
+ *   pmemobj_log check-consistent POOLSET HISTORY
+ *                                             the same, but a counter below HISTORY's is no
+ *                                             failure (a replica promoted with --force may lack
+ *                                             the last ones): prints "ok N" and then
+ *                                             "holds C0 C1 ..." (each thread's counter).
+ *
+ * HISTORY also says where the records are (root_off, log_off: pool offsets, which are a
+ * replica part's file offsets too), which transaction each thread has in progress since when
+ * (call_start_ns, CLOCK_MONOTONIC, 0: none) and whether the writer runs (phase), so that
+ * tests/chaos reads replicas directly while the writer goes on. PMEMOBJ_LOG_PACE_US: each
+ * thread sleeps that many microseconds after each transaction (default 0).
  */
 #include <libpmemobj.h>
 
@@ -43,17 +59,25 @@ struct root {
 	uint64_t threads;
 };
 
-/* What the writer publishes: committed[t] after each commit; the longest transaction. */
+/* What the writer publishes: committed[t] after each commit; the longest transaction; where
+ * the records are; the transaction in progress. */
 struct history {
 	volatile uint64_t committed[MAX_THREADS];
 	volatile uint64_t longest_ns[MAX_THREADS];
 	volatile uint64_t threads;
+	volatile uint64_t root_off;
+	volatile uint64_t log_off[MAX_THREADS];
+	volatile uint64_t slots;
+	volatile uint64_t call_start_ns[MAX_THREADS];
+	volatile uint64_t phase; /* 0 starting, 1 running, 2 closing, 3 closed */
 };
 
 static PMEMobjpool *pop;
 static PMEMoid root_oid;
 static struct history *hist;
 static volatile int stop;
+static uint64_t first[MAX_THREADS]; /* the first transaction of each thread */
+static useconds_t pace_us;
 
 static uint64_t now_ns(void)
 {
@@ -91,9 +115,10 @@ static void *writer(void *arg)
 	const uint64_t t = (uint64_t)(uintptr_t)arg;
 	struct root *r = pmemobj_direct(root_oid);
 	uint64_t *log = pmemobj_direct(r->log[t]);
-	for (uint64_t k = 1; !stop; ++k) {
+	for (uint64_t k = first[t]; !stop; ++k) {
 		uint64_t *rec = log + (k % SLOTS) * WORDS;
 		const uint64_t begin = now_ns();
+		hist->call_start_ns[t] = begin;
 		int failed = 0;
 		TX_BEGIN(pop)
 		{
@@ -113,11 +138,78 @@ static void *writer(void *arg)
 		if (failed)
 			exit(3);
 		const uint64_t took = now_ns() - begin;
+		hist->call_start_ns[t] = 0;
 		if (took > hist->longest_ns[t])
 			hist->longest_ns[t] = took;
 		hist->committed[t] = k;
+		if (pace_us)
+			usleep(pace_us);
 	}
 	return NULL;
+}
+
+static void publish_layout(int threads)
+{
+	struct root *r = pmemobj_direct(root_oid);
+	hist->root_off = root_oid.off;
+	for (int t = 0; t < threads; ++t)
+		hist->log_off[t] = r->log[t].off;
+	hist->slots = SLOTS;
+}
+
+/* The writers, until stdin ends; then the pool is closed. */
+static int write_until_eof(int threads)
+{
+	const char *pace = getenv("PMEMOBJ_LOG_PACE_US");
+	pace_us = pace ? (useconds_t)strtoul(pace, NULL, 10) : 0;
+	hist->phase = 1;
+	printf("ready\n");
+	fflush(stdout);
+	pthread_t tid[MAX_THREADS];
+	for (int t = 0; t < threads; ++t)
+		pthread_create(&tid[t], NULL, writer, (void *)(uintptr_t)t);
+	char c;
+	while (read(0, &c, 1) > 0)
+		;
+	stop = 1;
+	for (int t = 0; t < threads; ++t)
+		pthread_join(tid[t], NULL);
+	hist->phase = 2;
+	pmemobj_close(pop);
+	hist->phase = 3;
+	printf("closed\n");
+	fflush(stdout);
+	return 0;
+}
+
+static int resume(const char *poolset, const char *history, int threads)
+{
+	hist = map_history(history, 0);
+	if (threads < 1 || (uint64_t)threads != hist->threads) {
+		fprintf(stderr, "threads: %llu, as the history says\n",
+		        (unsigned long long)hist->threads);
+		return 2;
+	}
+	hist->phase = 0;
+	pop = pmemobj_open(poolset, LAYOUT);
+	if (!pop) {
+		fprintf(stderr, "pmemobj_open %s: %s\n", poolset, pmemobj_errormsg());
+		return 2;
+	}
+	root_oid = pmemobj_root(pop, sizeof(struct root));
+	struct root *r = pmemobj_direct(root_oid);
+	for (int t = 0; t < threads; ++t) {
+		if (r->count[t] < hist->committed[t]) {
+			fprintf(stderr,
+			        "thread %d: %llu records acknowledged, the master holds %llu\n", t,
+			        (unsigned long long)hist->committed[t],
+			        (unsigned long long)r->count[t]);
+			return 4;
+		}
+		first[t] = r->count[t] + 1;
+	}
+	publish_layout(threads);
+	return write_until_eof(threads);
 }
 
 static int run(const char *poolset, const char *history, int threads)
@@ -128,6 +220,8 @@ static int run(const char *poolset, const char *history, int threads)
 	}
 	hist = map_history(history, 1);
 	hist->threads = (uint64_t)threads;
+	for (int t = 0; t < threads; ++t)
+		first[t] = 1;
 	pop = pmemobj_create(poolset, LAYOUT, 0, 0600);
 	if (!pop) {
 		fprintf(stderr, "pmemobj_create %s: %s\n", poolset, pmemobj_errormsg());
@@ -148,24 +242,11 @@ static int run(const char *poolset, const char *history, int threads)
 		return 2;
 	}
 	TX_END
-	printf("ready\n");
-	fflush(stdout);
-	pthread_t tid[MAX_THREADS];
-	for (int t = 0; t < threads; ++t)
-		pthread_create(&tid[t], NULL, writer, (void *)(uintptr_t)t);
-	char c;
-	while (read(0, &c, 1) > 0)
-		;
-	stop = 1;
-	for (int t = 0; t < threads; ++t)
-		pthread_join(tid[t], NULL);
-	pmemobj_close(pop);
-	printf("closed\n");
-	fflush(stdout);
-	return 0;
+	publish_layout(threads);
+	return write_until_eof(threads);
 }
 
-static int check(const char *poolset, const char *history)
+static int check(const char *poolset, const char *history, int consistent_only)
 {
 	struct history *h = map_history(history, 0);
 	PMEMobjpool *p = pmemobj_open(poolset, LAYOUT);
@@ -178,7 +259,7 @@ static int check(const char *poolset, const char *history)
 	int bad = 0;
 	for (uint64_t t = 0; t < h->threads && !bad; ++t) {
 		const uint64_t acked = h->committed[t], holds = r->count[t];
-		if (holds < acked) {
+		if (holds < acked && !consistent_only) {
 			printf("thread %llu: %llu records acknowledged, the pool holds %llu\n",
 			       (unsigned long long)t, (unsigned long long)acked,
 			       (unsigned long long)holds);
@@ -203,6 +284,12 @@ static int check(const char *poolset, const char *history)
 	}
 	if (!bad)
 		printf("ok %llu\n", (unsigned long long)checked);
+	if (!bad && consistent_only) {
+		printf("holds");
+		for (uint64_t t = 0; t < h->threads; ++t)
+			printf(" %llu", (unsigned long long)r->count[t]);
+		printf("\n");
+	}
 	pmemobj_close(p);
 	return bad;
 }
@@ -211,8 +298,15 @@ int main(int argc, char **argv)
 {
 	if (argc == 5 && strcmp(argv[1], "run") == 0)
 		return run(argv[2], argv[3], atoi(argv[4]));
+	if (argc == 5 && strcmp(argv[1], "resume") == 0)
+		return resume(argv[2], argv[3], atoi(argv[4]));
 	if (argc == 4 && strcmp(argv[1], "check") == 0)
-		return check(argv[2], argv[3]);
-	fprintf(stderr, "usage: %s run POOLSET HISTORY THREADS | check POOLSET HISTORY\n", argv[0]);
+		return check(argv[2], argv[3], 0);
+	if (argc == 4 && strcmp(argv[1], "check-consistent") == 0)
+		return check(argv[2], argv[3], 1);
+	fprintf(stderr,
+	        "usage: %s run|resume POOLSET HISTORY THREADS | check|check-consistent POOLSET "
+	        "HISTORY\n",
+	        argv[0]);
 	return 2;
 }
