@@ -10,3 +10,22 @@ rpmem_add_catch_test(unit_chaos
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/schedule_test.cpp ${CMAKE_CURRENT_LIST_DIR}/records_test.cpp
   LIBS rpmem_chaos_pure
   LABELS unit)
+
+# The writers (stock libpmemobj's is tests/support/pmemobj_log.c).
+add_executable(chaos_rp_writer ${CMAKE_CURRENT_LIST_DIR}/rp_writer.cpp)
+target_include_directories(chaos_rp_writer PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+target_link_libraries(chaos_rp_writer PRIVATE rpmem_cpp)
+add_executable(chaos_pool_writer ${CMAKE_CURRENT_LIST_DIR}/pool_writer.cpp)
+target_include_directories(chaos_pool_writer PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+target_link_libraries(chaos_pool_writer PRIVATE rpmem_cpp)
+
+add_executable(rpmem-chaos ${CMAKE_CURRENT_LIST_DIR}/driver.cpp
+               ${CMAKE_CURRENT_LIST_DIR}/cluster.cpp ${CMAKE_CURRENT_LIST_DIR}/writer.cpp
+               ${CMAKE_CURRENT_LIST_DIR}/checker.cpp ${CMAKE_CURRENT_LIST_DIR}/proc.cpp)
+target_link_libraries(rpmem-chaos PRIVATE rpmem_chaos_pure rpmem_test_sshd
+                      rpmem_test_fault Threads::Threads)
+target_compile_definitions(rpmem-chaos PRIVATE
+  RPMEM_TEST_RPMEMD="${RPMEM_TEST_RPMEMD}"
+  RPMEM_BINARY_DIR="${PROJECT_BINARY_DIR}")
+add_dependencies(rpmem-chaos rpmem rpmemd rpmem-tool rpmem_pmemobj_log chaos_rp_writer
+                 chaos_pool_writer)

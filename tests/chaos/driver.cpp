@@ -1,0 +1,1289 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// rpmem-chaos: a seeded schedule of faults against replica hosts while writers of every kind
+// record what was acknowledged, checked continuously and at the end against what the
+// documentation promises (docs/chaos.md; scripts/chaos.sh runs it).
+//
+//   rpmem-chaos [--seed S] [--minutes M | --seconds N] [--hosts 2|3] [--kinds K,K...]
+//               [--writers W,W...] [--mean-gap MS] [--print-schedule] [--keep]
+//
+// One seed drives every random choice (tests/chaos/schedule.hpp). A failure prints the seed,
+// the faults up to it and the history around it, and the run exits 1; setup trouble exits 2.
+#include "chaos/checker.hpp"
+#include "chaos/cluster.hpp"
+#include "chaos/proc.hpp"
+#include "chaos/schedule.hpp"
+#include "chaos/writer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <queue>
+#include <random>
+#include <sstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace
+{
+
+using namespace rpmem::chaos;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+struct options {
+	std::uint64_t seed = 0;
+	double seconds = 180;
+	int hosts = 3;
+	double mean_gap_ms = 1500;
+	bool print_schedule = false;
+	bool keep = false;
+	std::vector<fault> kinds; // empty: all
+	std::vector<std::string> writers{"obj", "rps", "rpa", "pool"};
+};
+
+[[noreturn]] void usage(const std::string &why)
+{
+	std::fprintf(stderr,
+	             "rpmem-chaos: %s\nusage: rpmem-chaos [--seed S] [--minutes M | --seconds N] "
+	             "[--hosts 2|3] [--kinds K,...] [--writers obj,rps,rpa,pool] [--mean-gap MS] "
+	             "[--print-schedule] [--keep]\n",
+	             why.c_str());
+	std::exit(2);
+}
+
+std::vector<std::string> split(const std::string &s)
+{
+	std::vector<std::string> out;
+	std::istringstream in(s);
+	for (std::string item; std::getline(in, item, ',');)
+		if (!item.empty())
+			out.push_back(item);
+	return out;
+}
+
+options parse(int argc, char **argv)
+{
+	options o;
+	bool seeded = false;
+	for (int i = 1; i < argc; ++i) {
+		const std::string a = argv[i];
+		auto value = [&]() -> std::string {
+			if (i + 1 >= argc)
+				usage(a + " needs a value");
+			return argv[++i];
+		};
+		if (a == "--seed") {
+			o.seed = std::stoull(value());
+			seeded = true;
+		} else if (a == "--minutes") {
+			o.seconds = std::stod(value()) * 60;
+		} else if (a == "--seconds") {
+			o.seconds = std::stod(value());
+		} else if (a == "--hosts") {
+			o.hosts = std::stoi(value());
+		} else if (a == "--mean-gap") {
+			o.mean_gap_ms = std::stod(value());
+		} else if (a == "--kinds") {
+			for (const auto &k : split(value())) {
+				bool found = false;
+				for (int f = 0; f < fault_kinds; ++f)
+					if (k == name(static_cast<fault>(f))) {
+						o.kinds.push_back(static_cast<fault>(f));
+						found = true;
+					}
+				if (!found)
+					usage("no fault kind " + k);
+			}
+		} else if (a == "--writers") {
+			o.writers = split(value());
+		} else if (a == "--print-schedule") {
+			o.print_schedule = true;
+		} else if (a == "--keep") {
+			o.keep = true;
+		} else {
+			usage("unknown argument " + a);
+		}
+	}
+	if (o.hosts < 2 || o.hosts > 3)
+		usage("--hosts: 2 or 3");
+	if (!seeded) {
+		std::random_device rd;
+		o.seed = (std::uint64_t(rd()) << 32 | rd()) % 1000000000000ull;
+	}
+	return o;
+}
+
+/** The command that replays a run: every option that shapes its schedule. */
+std::string replay_command(const options &o)
+{
+	std::string s;
+	if (const char *bug = std::getenv("CHAOS_WRITER_BUG"))
+		s += fmt::format("CHAOS_WRITER_BUG={} ", bug);
+	s += fmt::format("scripts/chaos.sh --seed {} --seconds {:g} --hosts {} --writers {}",
+	                 o.seed, o.seconds, o.hosts, fmt::join(o.writers, ","));
+	if (!o.kinds.empty()) {
+		std::vector<std::string> k;
+		for (auto f : o.kinds)
+			k.push_back(name(f));
+		s += fmt::format(" --kinds {}", fmt::join(k, ","));
+	}
+	if (o.mean_gap_ms != 1500)
+		s += fmt::format(" --mean-gap {:g}", o.mean_gap_ms);
+	return s;
+}
+
+/** The writers a run can have, on hosts 0..n-1. */
+std::vector<writer_config> writer_configs(const options &o)
+{
+	std::vector<int> all;
+	for (int h = 0; h < o.hosts; ++h)
+		all.push_back(h);
+	std::vector<writer_config> out;
+	for (const auto &w : o.writers) {
+		if (w == "obj")
+			out.push_back({"obj", writer_kind::pmemobj, {0, 1}});
+		else if (w == "rps")
+			out.push_back({"rps", writer_kind::rp_sync, all});
+		else if (w == "rpa")
+			out.push_back({"rpa", writer_kind::rp_async, all});
+		else if (w == "pool")
+			out.push_back({"pool", writer_kind::pool, {o.hosts - 1}});
+		else
+			usage("no writer " + w + " (obj, rps, rpa, pool)");
+	}
+	return out;
+}
+
+std::vector<writer_shape> shapes(const std::vector<writer_config> &ws)
+{
+	std::vector<writer_shape> out;
+	for (const auto &w : ws)
+		out.push_back(
+		    {w.name, w.hosts, w.kind != writer_kind::pool, w.kind == writer_kind::pmemobj});
+	return out;
+}
+
+struct kind_stats {
+	int scheduled = 0, applied = 0;
+	std::map<std::string, int> outcomes; // what the applied ones met
+};
+
+/** Leftovers of the run in the machine: namespaces, mounts, routes. */
+std::string machine_leftovers(const std::string &pid_tag, const std::string &run_dir)
+{
+	std::string out;
+	auto text = [](const std::string &cmd) {
+		std::string s;
+		if (FILE *p = popen(cmd.c_str(), "r")) {
+			char buf[4096];
+			std::size_t n;
+			while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+				s.append(buf, n);
+			pclose(p);
+		}
+		return s;
+	};
+	std::istringstream ns(text("ip netns list 2>/dev/null"));
+	for (std::string line; std::getline(ns, line);)
+		if (line.find(pid_tag) != std::string::npos)
+			out += "  namespace " + line + "\n";
+	std::istringstream mounts(text("cat /proc/mounts"));
+	for (std::string line; std::getline(mounts, line);)
+		if (line.find(run_dir) != std::string::npos)
+			out += "  mount " + line + "\n";
+	return out;
+}
+
+class chaos_run
+{
+public:
+	explicit chaos_run(options o) : o_(std::move(o)) {}
+	int main();
+
+private:
+	// --- output
+	double elapsed() const
+	{
+		return std::chrono::duration<double>(clock_type::now() - start_).count();
+	}
+	void note(const std::string &line);
+	void fail(const std::string &why);
+	bool failed()
+	{
+		std::lock_guard g(fail_mu_);
+		return failure_.has_value();
+	}
+	void outcome(fault f, const std::string &what);
+	void report_failure();
+	void report_summary();
+
+	// --- the run
+	void setup();
+	void start_all();
+	void loop();
+	void finish();
+	void teardown();
+	void apply(const event &e);
+	void end_fault(const event &e, pid_t pid);
+	void check_round();
+	std::uint64_t allowance_ns();
+	void spawn_task(const std::string &what, std::function<void()> fn);
+	void reap_tasks(bool all);
+
+	// --- writer tasks (on their own threads, holding the writer's mutex)
+	void task_kill(std::size_t w, const event &e);
+	void task_tool(std::size_t w, fault kind);
+	void task_promote(std::size_t w, int host);
+	bool wait_ready(writer &w, std::chrono::seconds bound);
+	/** Runs argv (in the client namespace when `client`) until it is not refused for a pool
+	 *  in use, up to `until`; the last result. */
+	run_result run_tool(const std::vector<std::string> &argv, bool client,
+	                    clock_type::time_point until, const std::string &log_name,
+	                    const std::vector<std::string> &env_extra = {});
+	void probe_refusals(writer &w, std::uint64_t param, clock_type::time_point until);
+	void operator_sync(writer &w, clock_type::time_point until);
+	void operator_check(writer &w, clock_type::time_point until);
+
+	options o_;
+	run_settings s_;
+	std::vector<writer_config> wcfg_;
+	std::vector<event> schedule_;
+	fs::path run_dir_, shm_dir_;
+	std::unique_ptr<cluster> cl_;
+	std::vector<std::unique_ptr<writer>> ws_;
+	std::vector<std::unique_ptr<checker>> cs_;
+	std::vector<std::optional<holdings>> baseline_; // per writer: after it first caught up
+	std::vector<pid_t> baseline_pid_;
+	clock_type::time_point start_ = clock_type::now();
+
+	std::mutex log_mu_;
+	std::vector<std::string> log_;
+	std::mutex fail_mu_;
+	std::optional<std::string> failure_;
+	double failure_at_ = 0;
+	std::array<kind_stats, fault_kinds> stats_{};
+
+	struct task {
+		std::string what;
+		std::future<void> done;
+	};
+	std::vector<task> tasks_;
+
+	struct timed {
+		double at;
+		std::uint64_t seq;
+		std::function<void()> fn;
+		bool operator>(const timed &o) const
+		{
+			return at != o.at ? at > o.at : seq > o.seq;
+		}
+	};
+	std::priority_queue<timed, std::vector<timed>, std::greater<>> ends_;
+	std::uint64_t seq_ = 0;
+	std::deque<std::pair<double, double>> lags_; // (when, how late the loop woke), seconds
+	double faults_start_ = 0;
+	holdings self_before_;
+	std::uint64_t tool_runs_ = 0, probes_ = 0;
+	std::string notes_;             // what the final checks noted without failing
+	std::vector<double> slow_last_; // per host: when its link was last seen throttled
+};
+
+void chaos_run::note(const std::string &line)
+{
+	const auto text = fmt::format("chaos: t={:8.3f} {}", elapsed(), line);
+	std::lock_guard g(log_mu_);
+	log_.push_back(text);
+	std::printf("%s\n", text.c_str());
+	std::fflush(stdout);
+}
+
+void chaos_run::fail(const std::string &why)
+{
+	std::lock_guard g(fail_mu_);
+	if (failure_)
+		return;
+	failure_ = why;
+	failure_at_ = elapsed();
+}
+
+void chaos_run::outcome(fault f, const std::string &what)
+{
+	std::lock_guard g(log_mu_);
+	++stats_[static_cast<int>(f)].outcomes[what];
+}
+
+std::uint64_t chaos_run::allowance_ns()
+{
+	// 2 s for scheduling noise on a loaded 2-vCPU machine, plus the longest the driver
+	// itself was kept from running in the last minute (its 20 ms sleeps woke late): a machine
+	// that stalls the driver stalls the writers too.
+	double worst = 0;
+	for (const auto &[when, lag] : lags_)
+		worst = std::max(worst, lag);
+	return static_cast<std::uint64_t>((2.0 + worst) * 1e9);
+}
+
+void chaos_run::spawn_task(const std::string &what, std::function<void()> fn)
+{
+	tasks_.push_back({what, std::async(std::launch::async, [this, what, fn = std::move(fn)] {
+		                  try {
+			                  fn();
+		                  } catch (const std::exception &e) {
+			                  fail(what + ": " + e.what());
+		                  }
+	                  })});
+}
+
+void chaos_run::reap_tasks(bool all)
+{
+	for (auto it = tasks_.begin(); it != tasks_.end();) {
+		if (all)
+			it->done.wait();
+		if (it->done.wait_for(0s) == std::future_status::ready) {
+			it->done.get();
+			it = tasks_.erase(it);
+		} else {
+			++it;
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// setup
+
+void chaos_run::setup()
+{
+	std::string tmpl = "/tmp/rpmem-chaos-XXXXXX";
+	if (!mkdtemp(tmpl.data()))
+		throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
+	run_dir_ = tmpl;
+	std::string shm = "/dev/shm/rpmem-chaos-XXXXXX";
+	if (!mkdtemp(shm.data()))
+		throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
+	shm_dir_ = shm;
+	note(fmt::format("run directory {}, masters in {}", run_dir_.string(), shm_dir_.string()));
+	cl_ = std::make_unique<cluster>(run_dir_, o_.hosts, 96);
+	for (int h = 0; h < cl_->size(); ++h)
+		note(fmt::format("host {}: namespace {}, {} (link {}), tmpfs {}", h, cl_->at(h).ns,
+		                 cl_->at(h).target(), cl_->at(h).veth_client,
+		                 cl_->at(h).fs.string()));
+	for (const auto &c : wcfg_) {
+		ws_.push_back(std::make_unique<writer>(c, *cl_, shm_dir_, s_));
+		cs_.push_back(std::make_unique<checker>(*ws_.back(), s_));
+		baseline_.emplace_back();
+		baseline_pid_.push_back(-1);
+	}
+}
+
+bool chaos_run::wait_ready(writer &w, std::chrono::seconds bound)
+{
+	const auto until = clock_type::now() + bound;
+	while (clock_type::now() < until) {
+		if (auto r = w.poll_start()) {
+			if (r->empty())
+				return true;
+			fail(fmt::format("writer {} did not start: {}", w.name(), *r));
+			return false;
+		}
+		std::this_thread::sleep_for(20ms);
+	}
+	fail(fmt::format("writer {} was not ready within {} s (a hang: it keeps running):\n{}",
+	                 w.name(), bound.count(), tail(w.err_file(), 20)));
+	return false;
+}
+
+void chaos_run::start_all()
+{
+	for (auto &w : ws_) {
+		std::lock_guard g(w->mu);
+		w->start(true);
+		note(fmt::format("writer {} ({}) starting: {}", w->name(), name(w->config().kind),
+		                 w->command()));
+	}
+	for (auto &w : ws_) {
+		std::lock_guard g(w->mu);
+		if (!wait_ready(*w, 180s))
+			return;
+	}
+	note("every writer is running");
+}
+
+// ---------------------------------------------------------------------------------------------
+// faults
+
+void chaos_run::apply(const event &e)
+{
+	const auto desc = describe(e, shapes(wcfg_));
+	auto &st = stats_[static_cast<int>(e.what)];
+	const double at = faults_start_ + double(e.at_ms) / 1000;
+	const double end = at + double(e.duration_ms) / 1000;
+	auto later = [&](std::function<void()> fn) { ends_.push({end, seq_++, std::move(fn)}); };
+	switch (e.what) {
+	case fault::rpmemd_kill:
+	case fault::rpmemd_stop: {
+		const auto pids = cl_->rpmemds(e.host);
+		if (pids.empty()) {
+			note(desc + ": no rpmemd runs there now");
+			outcome(e.what, "no rpmemd");
+			return;
+		}
+		const pid_t pid = pids[e.param % pids.size()];
+		const bool kill = e.what == fault::rpmemd_kill;
+		::kill(pid, kill ? SIGKILL : SIGSTOP);
+		note(fmt::format("{}: pid {} of {}", desc, pid, pids.size()));
+		if (!kill) {
+			auto &h = cl_->at(e.host);
+			h.stopped.push_back(pid);
+			h.rpmemd_stopped = true;
+			later([this, e, pid] { end_fault(e, pid); });
+		}
+		break;
+	}
+	case fault::link_down:
+		cl_->set_link(e.host, false);
+		note(desc);
+		later([this, e] { end_fault(e, 0); });
+		break;
+	case fault::link_slow:
+		cl_->set_slow(e.host, slow_rate_kbit(e.param));
+		note(desc);
+		later([this, e] { end_fault(e, 0); });
+		break;
+	case fault::sshd_stop:
+		cl_->stop_sshd(e.host);
+		note(desc);
+		later([this, e] { end_fault(e, 0); });
+		break;
+	case fault::fs_full: {
+		const auto took = cl_->fill(e.host);
+		note(fmt::format("{}: {} MiB taken", desc, took >> 20));
+		later([this, e] { end_fault(e, 0); });
+		break;
+	}
+	case fault::writer_kill:
+		note(desc);
+		spawn_task(desc, [this, e] { task_kill(static_cast<std::size_t>(e.writer), e); });
+		break;
+	case fault::tool_sync:
+	case fault::tool_check:
+		note(desc);
+		spawn_task(desc,
+		           [this, e] { task_tool(static_cast<std::size_t>(e.writer), e.what); });
+		break;
+	case fault::promote:
+		note(desc);
+		spawn_task(desc,
+		           [this, e] { task_promote(static_cast<std::size_t>(e.writer), e.host); });
+		break;
+	}
+	++st.applied;
+}
+
+void chaos_run::end_fault(const event &e, pid_t pid)
+{
+	auto &h = cl_->at(e.host);
+	switch (e.what) {
+	case fault::rpmemd_stop:
+		::kill(pid, SIGCONT);
+		h.stopped.erase(std::remove(h.stopped.begin(), h.stopped.end(), pid),
+		                h.stopped.end());
+		h.rpmemd_stopped = !h.stopped.empty();
+		note(fmt::format("host {}: rpmemd pid {} continued", e.host, pid));
+		break;
+	case fault::link_down:
+		cl_->set_link(e.host, true);
+		note(fmt::format("host {}: link up", e.host));
+		break;
+	case fault::link_slow:
+		cl_->set_slow(e.host, 0);
+		note(fmt::format("host {}: link at full speed", e.host));
+		break;
+	case fault::sshd_stop:
+		cl_->start_sshd(e.host);
+		note(fmt::format("host {}: sshd started", e.host));
+		break;
+	case fault::fs_full:
+		cl_->unfill(e.host);
+		note(fmt::format("host {}: file system has room again", e.host));
+		break;
+	default:
+		break;
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// writer tasks
+
+run_result chaos_run::run_tool(const std::vector<std::string> &argv, bool client,
+                               clock_type::time_point until, const std::string &log_name,
+                               const std::vector<std::string> &env_extra)
+{
+	auto env = ws_.empty() ? std::vector<std::string>{} : ws_[0]->environment();
+	env.insert(env.end(), env_extra.begin(), env_extra.end());
+	const auto log = run_dir_ / (log_name + ".log");
+	for (;;) {
+		++tool_runs_;
+		auto r = run_bounded(client ? cl_->in_client(argv) : argv, env, log, 300s);
+		const bool in_use = r.output.find("has it open") != std::string::npos ||
+		                    r.output.find("in use") != std::string::npos ||
+		                    r.output.find("locked") != std::string::npos;
+		if (r.status == -1 || r.exited(0) || !in_use || clock_type::now() >= until)
+			return r;
+		std::this_thread::sleep_for(200ms);
+	}
+}
+
+std::string first_lines(const std::string &s, int n = 4)
+{
+	std::istringstream in(s);
+	std::string out;
+	for (std::string line; n > 0 && std::getline(in, line); --n)
+		out += "      " + line + "\n";
+	return out;
+}
+
+void chaos_run::probe_refusals(writer &w, std::uint64_t param, clock_type::time_point until)
+{
+	// Stock libpmemobj (through our librpmem, RPMEM_ON_OUTAGE=fail) or replicated_pool::open
+	// under failure_policy::fail must refuse a pool set whose replica is marked.
+	const auto bin = std::string(RPMEM_BINARY_DIR "/bin/");
+	const bool obj = w.config().kind == writer_kind::pmemobj;
+	++probes_;
+	auto r = obj ? run_tool({bin + "rpmem_pmemobj_log", "check", w.master_set().string(),
+	                         w.history_file().string()},
+	                        true, until, w.name() + "-probe-open", {"RPMEM_ON_OUTAGE=fail"})
+	             : run_tool({bin + "chaos_rp_writer", "probe", w.master_set().string()}, true,
+	                        until, w.name() + "-probe-open");
+	const std::string who = obj ? "stock libpmemobj (RPMEM_ON_OUTAGE=fail)"
+	                            : "replicated_pool::open (failure_policy::fail)";
+	if (r.status == -1 || (r.status >= 0 && WIFSIGNALED(r.status)))
+		fail(fmt::format("{} on {} with a marked replica: {}:\n{}", who, w.name(),
+		                 r.describe(), first_lines(r.output, 12)));
+	else if (r.exited(0))
+		fail(fmt::format("{} opened {} while its replicas are marked possibly behind "
+		                 "(its writer was killed):\n{}",
+		                 who, w.master_set().string(), first_lines(r.output, 12)));
+	else if (r.output.find("behind") != std::string::npos)
+		outcome(fault::writer_kill, "open refused (marked)");
+	else
+		outcome(fault::writer_kill, "open probe inconclusive");
+	// rpmem promote without --force, on one replica's host.
+	const int rep = static_cast<int>(param % w.replicas());
+	auto p = run_tool(
+	    {RPMEM_BINARY_DIR "/bin/rpmem", "promote", "--dry-run", w.replica_set(rep).string()},
+	    false, until, w.name() + "-probe-promote");
+	if (p.exited(0))
+		fail(fmt::format("rpmem promote --dry-run accepted replica {} of {} ({}) marked "
+		                 "possibly behind, without --force:\n{}",
+		                 rep, w.name(), w.replica_set(rep).string(),
+		                 first_lines(p.output, 12)));
+	else if (p.status == -1 || WIFSIGNALED(p.status))
+		fail(fmt::format("rpmem promote --dry-run on {}: {}:\n{}",
+		                 w.replica_set(rep).string(), p.describe(),
+		                 first_lines(p.output, 12)));
+	else if (p.output.find("--force") != std::string::npos)
+		outcome(fault::writer_kill, "promote refused (marked)");
+	else
+		outcome(fault::writer_kill, "promote probe inconclusive");
+	note(fmt::format("writer {}: refusals probed: {}: {}; promote: {}", w.name(), who,
+	                 r.describe(), p.describe()));
+}
+
+void chaos_run::operator_sync(writer &w, clock_type::time_point until)
+{
+	auto r = run_tool({RPMEM_BINARY_DIR "/bin/rpmem", "sync", w.master_set().string()}, true,
+	                  until, w.name() + "-operator-sync");
+	note(fmt::format("writer {} is down: rpmem sync: {} in {:.1f} s", w.name(), r.describe(),
+	                 r.seconds));
+	if (r.status == -1 || WIFSIGNALED(r.status)) {
+		fail(fmt::format("rpmem sync {}: {}:\n{}", w.master_set().string(), r.describe(),
+		                 first_lines(r.output, 12)));
+		return;
+	}
+	if (!r.exited(0)) {
+		outcome(fault::writer_kill, "sync failed");
+		bool faulty = false;
+		for (int h : w.config().hosts)
+			faulty = faulty || cl_->at(h).under_fault();
+		if (!faulty)
+			note(fmt::format(
+			    "writer {}: rpmem sync failed with no fault on its hosts:\n{}",
+			    w.name(), first_lines(r.output, 6)));
+		return;
+	}
+	outcome(fault::writer_kill, "synced");
+	// Synced: every replica unmarked and holding everything acknowledged.
+	const auto acked = w.acked();
+	for (std::size_t i = 0; i < w.replicas(); ++i) {
+		const auto m = w.marked(i);
+		if (!m || *m) {
+			fail(fmt::format("after rpmem sync {} succeeded, replica {} is {}",
+			                 w.master_set().string(), i,
+			                 m ? "still marked possibly behind" : "without a header"));
+			return;
+		}
+		if (auto v = w.check_replica(i, acked, false, std::uint64_t(1) << 40); !v.empty()) {
+			fail("after rpmem sync succeeded: " + v);
+			return;
+		}
+	}
+	auto c = run_tool({RPMEM_BINARY_DIR "/bin/rpmem", "check", w.master_set().string()}, true,
+	                  until, w.name() + "-operator-check");
+	if (c.exited(1) || c.status == -1 || WIFSIGNALED(c.status))
+		fail(fmt::format("rpmem check {} right after a successful sync: {}:\n{}",
+		                 w.master_set().string(), c.describe(), first_lines(c.output, 12)));
+}
+
+void chaos_run::operator_check(writer &w, clock_type::time_point until)
+{
+	auto c = run_tool({RPMEM_BINARY_DIR "/bin/rpmem", "check", w.master_set().string()}, true,
+	                  until, w.name() + "-operator-check");
+	note(fmt::format("writer {} is down: rpmem check: {}", w.name(), c.describe()));
+	if (c.status == -1 || WIFSIGNALED(c.status)) {
+		fail(fmt::format("rpmem check {}: {}:\n{}", w.master_set().string(), c.describe(),
+		                 first_lines(c.output, 12)));
+		return;
+	}
+	bool any_marked = false;
+	for (std::size_t i = 0; i < w.replicas(); ++i)
+		any_marked = any_marked || w.marked(i).value_or(false);
+	if (c.exited(0) && any_marked)
+		fail(fmt::format("rpmem check {} says the set is consistent while a replica is "
+		                 "marked possibly behind:\n{}",
+		                 w.master_set().string(), first_lines(c.output, 12)));
+	outcome(fault::writer_kill, fmt::format("check {}", c.describe()));
+}
+
+void chaos_run::task_kill(std::size_t wi, const event &e)
+{
+	auto &w = *ws_[wi];
+	std::unique_lock l(w.mu);
+	if (w.current() != writer::phase::running) {
+		outcome(fault::writer_kill, "not running");
+		return;
+	}
+	const auto acked = w.acked();
+	const pid_t pid = w.pid();
+	w.kill();
+	note(fmt::format("writer {}: pid {} killed (acknowledged {})", w.name(), pid,
+	                 fmt::join(acked, " ")));
+	const auto until = clock_type::now() + std::chrono::milliseconds(e.duration_ms);
+	if (w.marks_replicas())
+		for (std::size_t r = 0; r < w.replicas(); ++r) {
+			const auto m = w.marked(r);
+			if (!m || !*m) {
+				fail(fmt::format(
+				    "writer {} was killed and its replica {} ({}) is {}: a "
+				    "replica it may have left behind would be taken as current",
+				    w.name(), r, w.replica_part(static_cast<int>(r)).string(),
+				    m ? "not marked possibly behind" : "without a header"));
+				return;
+			}
+		}
+	// The operator's move while it is down (seeded): nothing, the refusal probes, a sync,
+	// a check.
+	if (w.has_poolset()) {
+		switch (e.param % 4) {
+		case 1:
+			probe_refusals(w, e.param / 4, until);
+			break;
+		case 2:
+			operator_sync(w, until);
+			break;
+		case 3:
+			operator_check(w, until);
+			break;
+		default:
+			break;
+		}
+	}
+	std::this_thread::sleep_until(until);
+	if (failed())
+		return;
+	w.start(false);
+	if (wait_ready(w, 300s)) {
+		note(fmt::format("writer {}: opened again, recovered, running (pid {})", w.name(),
+		                 w.pid()));
+		outcome(fault::writer_kill, "restarted");
+	}
+}
+
+void chaos_run::task_tool(std::size_t wi, fault kind)
+{
+	auto &w = *ws_[wi];
+	const auto phase_before = w.current();
+	const auto gen_before = w.generation();
+	const pid_t pid_before = w.pid();
+	const bool sync = kind == fault::tool_sync;
+	auto r = run_bounded(cl_->in_client({RPMEM_BINARY_DIR "/bin/rpmem", sync ? "sync" : "check",
+	                                     w.master_set().string()}),
+	                     w.environment(), run_dir_ / (w.name() + "-tool.log"), 300s);
+	++tool_runs_;
+	const bool running_throughout = phase_before == writer::phase::running &&
+	                                w.current() == writer::phase::running &&
+	                                w.generation() == gen_before && w.pid() == pid_before;
+	note(fmt::format("writer {}: rpmem {}: {} in {:.1f} s{}", w.name(), sync ? "sync" : "check",
+	                 r.describe(), r.seconds,
+	                 running_throughout ? " (the writer ran throughout)" : ""));
+	if (r.status == -1 || WIFSIGNALED(r.status)) {
+		fail(fmt::format("rpmem {} {}: {}:\n{}", sync ? "sync" : "check",
+		                 w.master_set().string(), r.describe(), first_lines(r.output, 12)));
+		return;
+	}
+	if (running_throughout && r.exited(0))
+		fail(fmt::format("rpmem {} {} succeeded while the writer had the pool open:\n{}",
+		                 sync ? "sync" : "check", w.master_set().string(),
+		                 first_lines(r.output, 12)));
+	outcome(kind, fmt::format("{}{}", r.describe(), running_throughout ? " (in use)" : ""));
+}
+
+void chaos_run::task_promote(std::size_t wi, int host)
+{
+	auto &w = *ws_[wi];
+	std::unique_lock l(w.mu);
+	const int rep =
+	    static_cast<int>(std::find(w.config().hosts.begin(), w.config().hosts.end(), host) -
+	                     w.config().hosts.begin());
+	const auto covered = cs_[wi]->covered(static_cast<std::size_t>(rep));
+	const auto acked = w.acked();
+	if (w.current() == writer::phase::running || w.current() == writer::phase::starting)
+		w.kill();
+	std::error_code ec;
+	fs::remove(w.master_part(), ec);
+	note(fmt::format("writer {}: killed, master {} removed (declared lost; acknowledged {}; "
+	                 "replica {} covered {})",
+	                 w.name(), w.master_part().string(), fmt::join(acked, " "), rep,
+	                 fmt::join(covered, " ")));
+	const auto until = clock_type::now() + 30s;
+	const auto set = w.replica_set(rep).string();
+	const auto out = (cl_->at(host).fs / (w.name() + "-promoted.set")).string();
+	const std::string tool = RPMEM_BINARY_DIR "/bin/rpmem";
+	auto p =
+	    run_tool({tool, "promote", set, "--output", out}, false, until, w.name() + "-promote");
+	const bool marked = w.marked(static_cast<std::size_t>(rep)).value_or(false);
+	if (p.exited(0)) {
+		fail(fmt::format(
+		    "rpmem promote {} (no --force) promoted a replica whose writer was "
+		    "killed ({}):\n{}",
+		    set, marked ? "it is marked possibly behind" : "it is not even marked",
+		    first_lines(p.output, 12)));
+		return;
+	}
+	if (p.status == -1 || WIFSIGNALED(p.status)) {
+		fail(fmt::format("rpmem promote {}: {}:\n{}", set, p.describe(),
+		                 first_lines(p.output, 12)));
+		return;
+	}
+	const bool refused_marked = p.output.find("--force") != std::string::npos;
+	outcome(fault::promote, refused_marked ? "refused without --force" : "refused (other)");
+	auto f = run_tool({tool, "promote", "--force", set, "--output", out}, false, until,
+	                  w.name() + "-promote-force");
+	note(fmt::format("writer {}: rpmem promote {}: {} without --force{}, {} with it", w.name(),
+	                 set, p.describe(), refused_marked ? " (marked: refused)" : "",
+	                 f.describe()));
+	if (f.exited(0)) {
+		outcome(fault::promote, "promoted with --force");
+		auto c = run_bounded({RPMEM_BINARY_DIR "/bin/rpmem_pmemobj_log", "check-consistent",
+		                      out, w.history_file().string()},
+		                     w.environment(), run_dir_ / (w.name() + "-promoted-check.log"),
+		                     300s);
+		const auto holds_at = c.output.find("holds");
+		std::vector<std::uint64_t> holds;
+		if (holds_at != std::string::npos) {
+			std::istringstream in(c.output.substr(holds_at + 5));
+			for (std::uint64_t v; in >> v;)
+				holds.push_back(v);
+		}
+		bool complete = true;
+		for (std::size_t t = 0; t < acked.size() && t < covered.size(); ++t)
+			complete = complete && covered[t] >= acked[t];
+		note(fmt::format(
+		    "writer {}: the promoted replica opened by stock libpmemobj: {}: {}", w.name(),
+		    c.describe(), first_lines(c.output, 2)));
+		if (c.exited(0) && holds.size() >= covered.size()) {
+			for (std::size_t t = 0; t < covered.size(); ++t)
+				if (holds[t] < covered[t]) {
+					fail(fmt::format(
+					    "the promoted replica {} of {} holds {} records of "
+					    "thread {}, but {} were acknowledged while it was in "
+					    "sync:\n{}",
+					    rep, w.name(), holds[t], t, covered[t],
+					    first_lines(c.output, 6)));
+					return;
+				}
+			outcome(fault::promote, "promoted replica consistent");
+		} else if (complete) {
+			fail(fmt::format("the promoted replica {} of {} was in sync with every "
+			                 "acknowledged record, yet stock libpmemobj says: {}:\n{}",
+			                 rep, w.name(), c.describe(), first_lines(c.output, 12)));
+			return;
+		} else {
+			outcome(fault::promote, "promoted replica behind: not consistent");
+		}
+	} else {
+		outcome(fault::promote, "--force failed: " + f.describe());
+	}
+	if (failed())
+		return;
+	w.start(true);
+	if (wait_ready(w, 300s))
+		note(fmt::format("writer {}: a new generation ({}) created and running", w.name(),
+		                 w.generation()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// the loop
+
+void chaos_run::check_round()
+{
+	const double now = elapsed();
+	slow_last_.resize(static_cast<std::size_t>(cl_->size()), -1e9);
+	for (int h = 0; h < cl_->size(); ++h)
+		if (cl_->at(h).slow)
+			slow_last_[static_cast<std::size_t>(h)] = now;
+	for (std::size_t i = 0; i < ws_.size() && !failed(); ++i) {
+		auto &w = *ws_[i];
+		std::unique_lock l(w.mu, std::try_to_lock);
+		if (!l.owns_lock() || w.current() != writer::phase::running)
+			continue;
+		if (auto why = w.poll_running(); !why.empty()) {
+			fail(fmt::format("writer {} (pid {}): {}", w.name(), w.pid(), why));
+			return;
+		}
+		// A link of its throttled now or within the bound's reach (a call that started
+		// behind it may end later).
+		const auto allowance = allowance_ns();
+		const double reach = double(cs_[i]->bound_ns() * 2 + allowance) / 1e9 + 5;
+		bool throttled = false;
+		for (int h : w.config().hosts)
+			throttled =
+			    throttled || slow_last_[static_cast<std::size_t>(h)] >= now - reach;
+		if (auto why = cs_[i]->round(allowance, throttled); !why.empty()) {
+			fail(fmt::format("writer {} ({}): {}", w.name(), name(w.config().kind),
+			                 why));
+			return;
+		}
+		if (baseline_pid_[i] != w.pid() && cs_[i]->caught_up()) {
+			baseline_pid_[i] = w.pid();
+			baseline_[i] = holdings_of(w.pid());
+		}
+	}
+}
+
+void chaos_run::loop()
+{
+	std::size_t next = 0;
+	const double length = o_.seconds;
+	faults_start_ = elapsed();
+	auto last_check = clock_type::now();
+	while (!failed()) {
+		const double now = elapsed();
+		while (next < schedule_.size() &&
+		       faults_start_ + double(schedule_[next].at_ms) / 1000 <= now && !failed()) {
+			try {
+				apply(schedule_[next]);
+			} catch (const std::exception &e) {
+				fail(fmt::format("applying {}: {}",
+				                 describe(schedule_[next], shapes(wcfg_)),
+				                 e.what()));
+			}
+			++next;
+		}
+		while (!ends_.empty() && ends_.top().at <= now && !failed()) {
+			auto fn = ends_.top().fn;
+			ends_.pop();
+			try {
+				fn();
+			} catch (const std::exception &e) {
+				fail(std::string("ending a fault: ") + e.what());
+			}
+		}
+		reap_tasks(false);
+		if (clock_type::now() - last_check >= 250ms) {
+			check_round();
+			last_check = clock_type::now();
+		}
+		if (now >= faults_start_ + length && next >= schedule_.size() && ends_.empty())
+			break;
+		const auto before = clock_type::now();
+		std::this_thread::sleep_for(20ms);
+		const double late =
+		    std::chrono::duration<double>(clock_type::now() - before).count() - 0.020;
+		lags_.emplace_back(elapsed(), std::max(0.0, late));
+		while (!lags_.empty() && lags_.front().first < elapsed() - 60)
+			lags_.pop_front();
+	}
+}
+
+void chaos_run::finish()
+{
+	note("the schedule is over: faults healed, writers brought back, replicas awaited");
+	while (!ends_.empty()) {
+		auto fn = ends_.top().fn;
+		ends_.pop();
+		try {
+			fn();
+		} catch (const std::exception &e) {
+			fail(std::string("ending a fault: ") + e.what());
+		}
+	}
+	for (int h = 0; h < cl_->size(); ++h)
+		cl_->heal(h);
+	reap_tasks(true);
+	if (failed())
+		return;
+	for (auto &w : ws_) {
+		std::lock_guard g(w->mu);
+		if (w->current() == writer::phase::down) {
+			w->start(false);
+			if (!wait_ready(*w, 300s))
+				return;
+		}
+	}
+	// Every replica back in sync, covering what was acknowledged after the faults ended.
+	const auto until = clock_type::now() + 180s;
+	for (;;) {
+		check_round();
+		if (failed())
+			return;
+		bool all = true;
+		for (auto &c : cs_)
+			all = all && c->caught_up();
+		if (all)
+			break;
+		if (clock_type::now() > until) {
+			std::string which;
+			for (std::size_t i = 0; i < ws_.size(); ++i)
+				if (!cs_[i]->caught_up())
+					which += fmt::format("  writer {}:\n{}", ws_[i]->name(),
+					                     cs_[i]->describe());
+			fail(
+			    "180 s after the faults ended, replicas are still not back in sync:\n" +
+			    which);
+			return;
+		}
+		std::this_thread::sleep_for(250ms);
+	}
+	// Let a few more observations cover what is acknowledged now, then compare holdings.
+	for (int i = 0; i < 8 && !failed(); ++i) {
+		std::this_thread::sleep_for(250ms);
+		check_round();
+	}
+	for (std::size_t i = 0; i < ws_.size(); ++i) {
+		auto &w = *ws_[i];
+		const auto now = holdings_of(w.pid());
+		if (baseline_[i] && baseline_pid_[i] == w.pid()) {
+			note(fmt::format("writer {} (pid {}): {} when first in sync, {} now",
+			                 w.name(), w.pid(), baseline_[i]->describe(),
+			                 now.describe()));
+			if (now.fds > baseline_[i]->fds || now.threads > baseline_[i]->threads)
+				fail(fmt::format(
+				    "writer {} (pid {}) holds more than when its replicas were "
+				    "first in sync, after the faults: {} then, {} now",
+				    w.name(), w.pid(), baseline_[i]->describe(), now.describe()));
+		}
+	}
+	if (failed())
+		return;
+	for (auto &w : ws_) {
+		std::lock_guard g(w->mu);
+		w->request_close();
+	}
+	for (std::size_t i = 0; i < ws_.size(); ++i) {
+		auto &w = *ws_[i];
+		std::lock_guard g(w.mu);
+		const auto until_closed = clock_type::now() + 180s;
+		std::optional<std::string> r;
+		while (!(r = w.poll_close()) && clock_type::now() < until_closed)
+			std::this_thread::sleep_for(20ms);
+		if (!r) {
+			fail(fmt::format("writer {} did not close within 180 s:\n{}", w.name(),
+			                 tail(w.err_file(), 20)));
+			return;
+		}
+		if (!r->empty())
+			notes_ += fmt::format("writer {}: {}\n", w.name(), *r);
+		auto v = cs_[i]->final_check();
+		if (v.rfind("note:", 0) == 0 || v.find("\nnote:") != std::string::npos)
+			notes_ += fmt::format("writer {}: {}", w.name(), v);
+		else if (!v.empty()) {
+			fail(fmt::format("writer {}: {}", w.name(), v));
+			return;
+		}
+		note(fmt::format(
+		    "writer {} closed; every replica checked against its whole history", w.name()));
+	}
+	// The operator's view of the same: rpmem verify, and a promoted replica opened by stock
+	// libpmemobj with every acknowledged record.
+	for (auto &w : ws_) {
+		if (!w->has_poolset())
+			continue;
+		bool marked = false;
+		for (std::size_t r = 0; r < w->replicas(); ++r)
+			marked = marked || w->marked(r).value_or(true);
+		if (marked)
+			continue;
+		auto v =
+		    run_tool({RPMEM_BINARY_DIR "/bin/rpmem", "verify", w->master_set().string()},
+		             true, clock_type::now() + 30s, w->name() + "-verify");
+		note(fmt::format("writer {}: rpmem verify: {}", w->name(), v.describe()));
+		if (!v.exited(0)) {
+			fail(fmt::format("rpmem verify {} after a clean close: {}:\n{}",
+			                 w->master_set().string(), v.describe(),
+			                 first_lines(v.output, 16)));
+			return;
+		}
+		if (w->config().kind != writer_kind::pmemobj)
+			continue;
+		const auto out = (cl_->at(w->config().hosts[0]).fs / (w->name() + "-promoted.set"));
+		auto p = run_tool({RPMEM_BINARY_DIR "/bin/rpmem", "promote",
+		                   w->replica_set(0).string(), "--output", out.string()},
+		                  false, clock_type::now() + 30s, w->name() + "-final-promote");
+		auto c = run_bounded({RPMEM_BINARY_DIR "/bin/rpmem_pmemobj_log", "check",
+		                      out.string(), w->history_file().string()},
+		                     w->environment(), run_dir_ / (w->name() + "-final-check.log"),
+		                     300s);
+		note(
+		    fmt::format("writer {}: replica 0 promoted ({}), stock libpmemobj checks every "
+		                "acknowledged record on it: {}: {}",
+		                w->name(), p.describe(), c.describe(), first_lines(c.output, 1)));
+		if (!p.exited(0) || !c.exited(0) || c.output.rfind("ok ", 0) != 0) {
+			fail(fmt::format(
+			    "after a clean close, replica 0 of {} promoted: {}, checked: "
+			    "{}:\n{}{}",
+			    w->name(), p.describe(), c.describe(), first_lines(p.output, 8),
+			    first_lines(c.output, 8)));
+			return;
+		}
+	}
+}
+
+void chaos_run::teardown()
+{
+	for (auto &w : ws_)
+		w->kill();
+	// rpmemd ends when its session does: none may outlive its writer.
+	std::string left;
+	if (!failed() && cl_) {
+		const auto until = clock_type::now() + 60s;
+		for (int h = 0; h < cl_->size(); ++h)
+			while (!cl_->rpmemds(h).empty() && clock_type::now() < until)
+				std::this_thread::sleep_for(50ms);
+		for (int h = 0; h < cl_->size(); ++h)
+			for (pid_t pid : cl_->rpmemds(h))
+				left += fmt::format(
+				    "  host {}: rpmemd pid {} still runs 60 s after every "
+				    "writer ended\n",
+				    h, pid);
+		for (int h = 0; h < cl_->size(); ++h)
+			cl_->at(h).sshd->stop_listening();
+		std::this_thread::sleep_for(200ms);
+		left += cl_->processes_in_namespaces();
+	}
+	ws_.clear();
+	if (cl_)
+		left += cl_->teardown();
+	cl_.reset();
+	const auto self = holdings_of(getpid());
+	if (self.fds != self_before_.fds || self.threads != self_before_.threads)
+		left += fmt::format("  the driver: {} before the run, {} after\n",
+		                    self_before_.describe(), self.describe());
+	left += machine_leftovers(fmt::format("rpmemch{}", getpid()), run_dir_.string());
+	if (!left.empty() && !failed())
+		fail("after the run, processes, descriptors or namespaces are not back to where "
+		     "they "
+		     "started:\n" +
+		     left);
+	if (!o_.keep || !failed()) {
+		std::error_code ec;
+		fs::remove_all(shm_dir_, ec);
+		if (!o_.keep)
+			fs::remove_all(run_dir_, ec);
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// reports
+
+void chaos_run::report_failure()
+{
+	std::printf("\nchaos: FAILED at t=%.3f (seed %llu): %s\n", failure_at_,
+	            static_cast<unsigned long long>(o_.seed), failure_->c_str());
+	std::printf("chaos: replay: %s\n", replay_command(o_).c_str());
+	std::printf("\nchaos: what happened up to the failure (the run's log):\n");
+	{
+		std::lock_guard g(log_mu_);
+		const std::size_t from = log_.size() > 80 ? log_.size() - 80 : 0;
+		if (from > 0)
+			std::printf("  ... %zu earlier lines\n", from);
+		for (std::size_t i = from; i < log_.size(); ++i)
+			std::printf("  %s\n", log_[i].c_str() + 7);
+	}
+	std::printf("\nchaos: the history around it:\n");
+	for (std::size_t i = 0; i < ws_.size(); ++i) {
+		auto &w = *ws_[i];
+		std::printf("  writer %s (%s), generation %d, pid %d, %s:\n%s", w.name().c_str(),
+		            name(w.config().kind), w.generation(), w.pid(),
+		            cs_[i]->bound_text().c_str(), cs_[i]->describe().c_str());
+		std::printf("    its log (%s), last lines:\n%s", w.err_file().string().c_str(),
+		            tail(w.err_file(), 12).c_str());
+	}
+	if (cl_)
+		for (int h = 0; h < cl_->size(); ++h)
+			std::printf("  host %d rpmemd log, last lines:\n%s", h,
+			            tail(cl_->at(h).fs / "rpmemd.log", 8).c_str());
+	std::fflush(stdout);
+}
+
+void chaos_run::report_summary()
+{
+	int applied = 0;
+	std::printf("\nchaos: faults by kind (seed %llu, %.0f s, %d hosts):\n",
+	            static_cast<unsigned long long>(o_.seed), o_.seconds, o_.hosts);
+	for (int k = 0; k < fault_kinds; ++k) {
+		const auto &st = stats_[k];
+		applied += st.applied;
+		std::string outcomes;
+		for (const auto &[what, n] : st.outcomes)
+			outcomes += fmt::format("{}{} {}", outcomes.empty() ? "" : "; ", n, what);
+		std::printf("  %-12s %4d scheduled, %4d applied%s%s\n", name(static_cast<fault>(k)),
+		            st.scheduled, st.applied, outcomes.empty() ? "" : ": ",
+		            outcomes.c_str());
+	}
+	std::printf("chaos: writers:\n");
+	for (std::size_t i = 0; i < cs_.size(); ++i)
+		std::printf("  %-4s %-52s %llu check rounds, %llu replica reads, %llu in-sync "
+		            "observations; longest call %.3f s (%s; bound %.3f s: %s); %llu calls "
+		            "over it behind a throttled link\n",
+		            wcfg_[i].name.c_str(), name(wcfg_[i].kind),
+		            static_cast<unsigned long long>(cs_[i]->rounds),
+		            static_cast<unsigned long long>(cs_[i]->replica_reads),
+		            static_cast<unsigned long long>(cs_[i]->in_sync_observations),
+		            double(cs_[i]->longest_ns) / 1e9, cs_[i]->longest_what.c_str(),
+		            double(cs_[i]->bound_ns()) / 1e9, cs_[i]->bound_text().c_str(),
+		            static_cast<unsigned long long>(cs_[i]->over_bound_throttled));
+	std::printf("chaos: %llu tool runs, %llu refusal probes\n",
+	            static_cast<unsigned long long>(tool_runs_),
+	            static_cast<unsigned long long>(probes_));
+	if (!notes_.empty())
+		std::printf("chaos: noted:\n%s", notes_.c_str());
+	std::printf("chaos: not injected here: power loss of a replica host (tmpfs and page cache "
+	            "survive a killed process; no pmem to lose), RDMA/verbs faults (no hardware), "
+	            "packet delay and loss (no netem in this kernel; nftables is not installed), "
+	            "a replica host's reboot (approximated by its link down with its rpmemd "
+	            "killed), media errors (no device-mapper here)\n");
+	std::printf("chaos: PASSED: seed %llu, %d faults applied, 0 acknowledged records missing, "
+	            "0 calls over their bound, 0 leaks\n",
+	            static_cast<unsigned long long>(o_.seed), applied);
+}
+
+int chaos_run::main()
+{
+	s_.threads = 2;
+	wcfg_ = writer_configs(o_);
+	schedule_config sc;
+	sc.seed = o_.seed;
+	sc.length_ms = static_cast<std::int64_t>(o_.seconds * 1000);
+	sc.hosts = o_.hosts;
+	sc.writers = shapes(wcfg_);
+	sc.mean_gap_ms = o_.mean_gap_ms;
+	schedule_ = make_schedule(sc);
+	if (!o_.kinds.empty())
+		schedule_.erase(std::remove_if(schedule_.begin(), schedule_.end(),
+		                               [&](const event &e) {
+			                               return std::find(o_.kinds.begin(),
+			                                                o_.kinds.end(),
+			                                                e.what) == o_.kinds.end();
+		                               }),
+		                schedule_.end());
+	for (const auto &e : schedule_)
+		++stats_[static_cast<int>(e.what)].scheduled;
+	std::printf("chaos: seed %llu, %.0f s of faults, %d hosts, writers %s, %zu faults "
+	            "scheduled (replay: %s)\n",
+	            static_cast<unsigned long long>(o_.seed), o_.seconds, o_.hosts,
+	            fmt::format("{}", fmt::join(o_.writers, ",")).c_str(), schedule_.size(),
+	            replay_command(o_).c_str());
+	std::fflush(stdout);
+	if (o_.print_schedule) {
+		for (const auto &e : schedule_)
+			std::printf("  %s\n", describe(e, sc.writers).c_str());
+		return 0;
+	}
+	std::signal(SIGPIPE, SIG_IGN);
+	self_before_ = holdings_of(getpid());
+	try {
+		setup();
+		start_all();
+		// Each writer's replicas in sync once before the faults start.
+		const auto until = clock_type::now() + 120s;
+		while (!failed()) {
+			check_round();
+			bool all = true;
+			for (auto &c : cs_)
+				all = all && c->caught_up();
+			if (all)
+				break;
+			if (clock_type::now() > until) {
+				fail("the writers' replicas are not in sync 120 s after they "
+				     "started");
+				break;
+			}
+			std::this_thread::sleep_for(100ms);
+		}
+		if (!failed()) {
+			note("faults start");
+			loop();
+		}
+		if (!failed())
+			finish();
+	} catch (const std::exception &e) {
+		if (!cl_) {
+			std::printf("chaos: SETUP FAILED (seed %llu): %s\n",
+			            static_cast<unsigned long long>(o_.seed), e.what());
+			teardown();
+			return 2;
+		}
+		fail(std::string("the driver: ") + e.what());
+	}
+	if (failed())
+		report_failure();
+	teardown(); // may find leftovers: a failure of its own
+	if (failed()) {
+		if (failure_at_ > 0 && failure_->find("not back to where they started") == 0)
+			report_failure();
+		std::printf(
+		    "chaos: FAILED: seed %llu%s\n", static_cast<unsigned long long>(o_.seed),
+		    o_.keep ? fmt::format(" (files kept in {})", run_dir_.string()).c_str() : "");
+		return 1;
+	}
+	report_summary();
+	return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	if (geteuid() != 0) {
+		std::fprintf(stderr,
+		             "rpmem-chaos: needs root (network namespaces, tmpfs mounts)\n");
+		return 2;
+	}
+	chaos_run run(parse(argc, argv));
+	return run.main();
+}
