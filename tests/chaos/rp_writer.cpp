@@ -18,6 +18,9 @@
 //       opens the pool set under failure_policy::fail (a marked replica is refused, ESTALE),
 //       closes it: "opened", exit 0, or "refused ERRNO MESSAGE", exit 1.
 // CHAOS_PACE_US: microseconds each thread sleeps between records (default 2000).
+// CHAOS_WRITER_BUG=ack-unpersisted: a deliberately broken writer for showing that the checks
+// catch a lost write (docs/chaos.md): thread 0 acknowledges every 500th record without
+// persisting it (only its counter). A run with it must fail.
 #include "chaos/history.hpp"
 
 #include <rpmem/replicated_pool.hpp>
@@ -42,6 +45,7 @@ using rpmem::replicated_pool;
 constexpr std::size_t slots = 8192;
 
 std::atomic<bool> stop{false};
+bool ack_unpersisted = false; // CHAOS_WRITER_BUG=ack-unpersisted
 
 void say(const std::string &line)
 {
@@ -99,7 +103,7 @@ void writer_thread(replicated_pool &p, history &h, unsigned t, std::uint64_t fir
 				timed_call c(h, t, call::drain);
 				p.drain();
 			} else {
-				{
+				if (!(ack_unpersisted && t == 0 && k % 500 == 1)) {
 					timed_call c(h, t, call::persist);
 					p.persist(rec, record_size);
 				}
@@ -209,6 +213,8 @@ int run(bool create, const std::string &poolset, const std::string &hpath, unsig
 		fail("open: " + hpath + " is not this writer's history");
 	}
 	h->phase.store(static_cast<std::uint64_t>(life::starting));
+	const char *bug = std::getenv("CHAOS_WRITER_BUG");
+	ack_unpersisted = bug && std::strcmp(bug, "ack-unpersisted") == 0;
 	const char *pace_env = std::getenv("CHAOS_PACE_US");
 	const std::chrono::microseconds pace(pace_env ? std::strtoul(pace_env, nullptr, 10) : 2000);
 	replicated_pool::options o;
