@@ -250,6 +250,11 @@ private:
 	void task_tool(std::size_t w, fault kind);
 	void task_promote(std::size_t w, int host);
 	bool wait_ready(writer &w, std::chrono::seconds bound);
+	/** Starts w (fresh: a new generation) until it is ready. An open or create may fail
+	 *  while a host it needs is under a fault (librpmem(7): a first open waits for an
+	 *  unreachable host up to the reconnect timeout, then fails): tried again every second,
+	 *  for up to `patience`, as an operator would; then the run fails. */
+	bool start_until_ready(writer &w, bool fresh, std::chrono::seconds patience);
 	/** Runs argv (in the client namespace when `client`) until it is not refused for a pool
 	 *  in use, up to `until`; the last result. */
 	run_result run_tool(const std::vector<std::string> &argv, bool client,
@@ -405,6 +410,39 @@ bool chaos_run::wait_ready(writer &w, std::chrono::seconds bound)
 	fail(fmt::format("writer {} was not ready within {} s (a hang: it keeps running):\n{}",
 	                 w.name(), bound.count(), tail(w.err_file(), 20)));
 	return false;
+}
+
+bool chaos_run::start_until_ready(writer &w, bool fresh, std::chrono::seconds patience)
+{
+	const auto until = clock_type::now() + patience;
+	for (;;) {
+		w.start(fresh);
+		std::optional<std::string> why;
+		const auto hang = clock_type::now() + 300s;
+		while (!(why = w.poll_start()) && clock_type::now() < hang)
+			std::this_thread::sleep_for(20ms);
+		if (!why) {
+			fail(fmt::format("writer {} was not ready within 300 s (a hang: it keeps "
+			                 "running):\n{}",
+			                 w.name(), tail(w.err_file(), 20)));
+			return false;
+		}
+		if (why->empty())
+			return true;
+		if (clock_type::now() >= until || failed()) {
+			fail(fmt::format("writer {} did not start for {} s: {}", w.name(),
+			                 patience.count(), *why));
+			return false;
+		}
+		auto last = *why;
+		while (!last.empty() && last.back() == '\n')
+			last.pop_back();
+		last = last.substr(last.rfind('\n') + 1);
+		note(fmt::format("writer {} did not start, trying again in 1 s: {}", w.name(),
+		                 last.substr(last.find_first_not_of(' '))));
+		outcome(fault::writer_kill, "a start tried again");
+		std::this_thread::sleep_for(1s);
+	}
 }
 
 void chaos_run::start_all()
@@ -715,8 +753,7 @@ void chaos_run::task_kill(std::size_t wi, const event &e)
 	std::this_thread::sleep_until(until);
 	if (failed())
 		return;
-	w.start(false);
-	if (wait_ready(w, 300s)) {
+	if (start_until_ready(w, false, 120s)) {
 		note(fmt::format("writer {}: opened again, recovered, running (pid {})", w.name(),
 		                 w.pid()));
 		outcome(fault::writer_kill, "restarted");
@@ -840,8 +877,7 @@ void chaos_run::task_promote(std::size_t wi, int host)
 	}
 	if (failed())
 		return;
-	w.start(true);
-	if (wait_ready(w, 300s))
+	if (start_until_ready(w, true, 120s))
 		note(fmt::format("writer {}: a new generation ({}) created and running", w.name(),
 		                 w.generation()));
 }
@@ -950,8 +986,7 @@ void chaos_run::finish()
 	for (auto &w : ws_) {
 		std::lock_guard g(w->mu);
 		if (w->current() == writer::phase::down) {
-			w->start(false);
-			if (!wait_ready(*w, 300s))
+			if (!start_until_ready(*w, false, 120s))
 				return;
 		}
 	}
