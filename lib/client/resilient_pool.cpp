@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "client/resilient_pool.hpp"
+#include "client/resilient_pool_timing.hpp"
 
 #include "client/exit_guard.hpp"
 #include "client/log.hpp"
@@ -15,22 +16,13 @@
 namespace rpmem::client
 {
 
+using namespace resilient_timing;
+
 namespace
 {
 
-using clock_type = std::chrono::steady_clock;
-
-/** The longest pause between two attempts at a lost replica. */
-constexpr std::chrono::milliseconds max_delay{2000};
-/** How often the healer looks at an idle session's keep-alive verdict. */
-constexpr std::chrono::milliseconds idle_check{250};
 /** Relaxed flushes a lane keeps for a new session before one is drained anyway. */
 constexpr std::size_t max_flushed = 1024;
-
-double ms_since(clock_type::time_point t)
-{
-	return std::chrono::duration<double, std::milli>(clock_type::now() - t).count();
-}
 
 /** A failure that is about the call, not the replica: the session is fine. */
 bool about_the_call(const rpmem::error &e)
@@ -269,222 +261,6 @@ void resilient_pool::on_replica(unsigned lane, std::size_t offset, std::size_t l
 		if (failed)
 			connection_failed(epoch, *failed);
 		wait_while(state::reconnecting);
-	}
-}
-
-void resilient_pool::connection_failed(std::uint64_t epoch, const rpmem::error &e)
-{
-	std::lock_guard l(mu_);
-	if (epoch_.load() != epoch || state_.load() != state::in_sync)
-		return; // another call saw it first
-	outage_start_ = clock_type::now();
-	cause_ = e.message();
-	rp_->abandon(); // its rpmemd ends and gives the pool up for the next session
-	set_state(state::reconnecting, cause_);
-}
-
-void resilient_pool::wait_while(state from)
-{
-	std::unique_lock l(mu_);
-	const auto deadline = outage_start_ + cfg_.reconnect_timeout;
-	cv_.wait_until(l, deadline, [&] { return state_.load() != from; });
-	if (state_.load() == state::reconnecting && clock_type::now() >= deadline)
-		give_up(cause_);
-}
-
-void resilient_pool::give_up(const std::string &why)
-{
-	// mu_ held. The calls are held at the gate while every lane's flushes go to the map.
-	if (cfg_.keep_going) {
-		gate_.close();
-		for (unsigned i = 0; i < nlanes_; ++i) {
-			dirty_.mark(lanes_[i].flushed);
-			lanes_[i].flushed.clear();
-		}
-		set_state(
-		    state::lost,
-		    fmt::format("no session for {:.0f} ms (RPMEM_RECONNECT_TIMEOUT): going on "
-		                "without it, its changes recorded to catch up later; last "
-		                "reason: {}",
-		                ms_since(outage_start_), why));
-		gate_.open();
-		return;
-	}
-	failure_ = rpmem::error(
-	    ECONNRESET, fmt::format("{}:{}: the replica has been away for {:.0f} ms, longer than "
-	                            "RPMEM_RECONNECT_TIMEOUT, and RPMEM_ON_OUTAGE=fail: {}",
-	                            cfg_.target, cfg_.descriptor, ms_since(outage_start_), why));
-	set_state(state::failed, why);
-}
-
-std::unique_ptr<remote_pool> resilient_pool::try_connect(std::string *why)
-{
-	try {
-		unsigned lanes = nlanes_;
-		control::pool_attr a;
-		auto rp = remote_pool::open(cfg_.target, cfg_.descriptor, cfg_.addr, cfg_.size,
-		                            &lanes, headers_ ? &a : nullptr, cfg_.conn);
-		if (lanes < nlanes_) {
-			*why = fmt::format("rpmemd granted {} lanes where the pool has {}", lanes,
-			                   nlanes_);
-			return nullptr;
-		}
-		if (headers_ && (a.uuid != attr_.uuid || a.poolset_uuid != attr_.poolset_uuid)) {
-			*why = "it holds another pool now (its UUIDs differ)";
-			return nullptr;
-		}
-		if (headers_ && cfg_.keep_going && !pmdk::marked_behind(a)) {
-			const auto wire = pmdk::with_behind_mark(attr_, true);
-			rp->set_attr(&wire);
-		}
-		return rp;
-	} catch (const rpmem::error &e) {
-		*why = e.message();
-		return nullptr;
-	}
-}
-
-void resilient_pool::install(std::unique_ptr<remote_pool> rp)
-{
-	gate_.close();
-	{
-		std::lock_guard g(rp_mu_);
-		std::swap(rp_, rp);
-		if (rp)
-			earlier_ += rp->report().stats;
-	}
-	epoch_.fetch_add(1);
-	gate_.open();
-	rp.reset(); // the old session, abandoned already: ends at once
-}
-
-void resilient_pool::push(const std::vector<byte_span> &ranges)
-{
-	replica_destination dest(*rp_, nullptr, nullptr);
-	for (const auto &r : ranges)
-		dest.move(r.begin, r.size());
-}
-
-bool resilient_pool::catch_up()
-{
-	const auto start = clock_type::now();
-	{
-		std::lock_guard l(mu_);
-		set_state(state::catching_up, fmt::format("{} bytes to go", dirty_.bytes()));
-	}
-	const auto marked = pmdk::with_behind_mark(attr_, true);
-	replica_destination dest(*rp_, &marked, &marked); // marked while the pool is open
-	std::vector<byte_span> taken;
-	std::uint64_t moved = 0, previous = 0;
-	int round = 0;
-	bool final_step = false;
-	try {
-		apply_sync_rounds(
-		    dest,
-		    [&]() -> std::vector<byte_span> {
-			    if (final_step)
-				    return {};
-			    {
-				    std::lock_guard l(mu_);
-				    if (stop_)
-					    throw rpmem::error(ECANCELED, "the pool is closing");
-			    }
-			    taken = dirty_.take();
-			    std::uint64_t bytes = 0;
-			    for (const auto &r : taken)
-				    bytes += r.size();
-			    if (last_catch_up_round(bytes, previous, ++round)) {
-				    // The last round, with the calls held: nothing changes
-				    // meanwhile.
-				    gate_.close();
-				    final_step = true;
-				    auto rest = dirty_.take();
-				    taken.insert(taken.end(), rest.begin(), rest.end());
-				    for (const auto &r : rest)
-					    bytes += r.size();
-			    }
-			    previous = bytes;
-			    moved += bytes;
-			    moving_.store(bytes, std::memory_order_relaxed);
-			    return taken;
-		    },
-		    {.found_marked = true});
-	} catch (const rpmem::error &e) {
-		dirty_.mark(taken); // may not have landed
-		moving_.store(0, std::memory_order_relaxed);
-		std::lock_guard l(mu_);
-		if (final_step)
-			gate_.open();
-		rp_->abandon();
-		outage_start_ = clock_type::now();
-		cause_ = e.message();
-		set_state(state::lost, fmt::format("catching up failed: {}", e.message()));
-		return false;
-	}
-	moving_.store(0, std::memory_order_relaxed);
-	std::lock_guard l(mu_);
-	outage_start_ = {};
-	set_state(state::in_sync, fmt::format("caught up: {} bytes moved in {} round(s), {:.0f} ms",
-	                                      moved, round, ms_since(start)));
-	gate_.open();
-	return true;
-}
-
-void resilient_pool::heal_loop()
-{
-	auto delay = cfg_.reconnect_delay;
-	std::unique_lock l(mu_);
-	while (!stop_) {
-		const state st = state_.load();
-		if (st == state::in_sync) {
-			delay = cfg_.reconnect_delay;
-			cv_.wait_for(l, idle_check);
-			// An idle session whose rpmemd is gone (its keep-alive saw it): reconnect
-			// now, not at the next call.
-			if (!stop_ && state_.load() == state::in_sync)
-				if (auto gone = rp_->lost()) {
-					l.unlock();
-					connection_failed(epoch_.load(), *gone);
-					l.lock();
-				}
-			continue;
-		}
-		if (st != state::reconnecting && st != state::lost) {
-			cv_.wait(l, [&] { return stop_ || state_.load() != st; });
-			continue;
-		}
-		l.unlock();
-		std::string why;
-		std::unique_ptr<remote_pool> rp;
-		if (exit_guard::get().enter()) { // no new session while the process exits
-			rp = try_connect(&why);
-			exit_guard::get().leave();
-		} else {
-			why = "the process is exiting";
-		}
-		if (rp) {
-			const auto attempt = ms_since(outage_start_);
-			install(std::move(rp));
-			l.lock();
-			++reconnects_;
-			if (state_.load() == state::reconnecting) {
-				outage_start_ = {};
-				set_state(state::in_sync,
-				          fmt::format("reconnected after {:.0f} ms", attempt));
-				continue;
-			}
-			l.unlock();
-			catch_up();
-			l.lock();
-			continue;
-		}
-		l.lock();
-		cause_ = why;
-		if (state_.load() == state::reconnecting &&
-		    clock_type::now() >= outage_start_ + cfg_.reconnect_timeout)
-			give_up(why);
-		cv_.wait_for(l, delay, [&] { return stop_; });
-		delay = std::min(delay * 2, max_delay);
 	}
 }
 
