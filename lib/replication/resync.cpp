@@ -117,6 +117,92 @@ bool mark_back(replicated_pool::impl &d, remote_replica &r)
 	                    [](const remote_replica &x) { return x.lost; });
 }
 
+/** What a reconnected replica lacks, into its dirty map: everything when it was re-created;
+ *  what block checksums find when its changes from before the loss are not known. */
+void mark_lacking(replicated_pool::impl &d, remote_replica &r, const std::string &what,
+                  bool created)
+{
+	const auto begin = replicated_pool::data_offset();
+	if (created) {
+		r.dirty->mark(begin, d.master->size() - begin);
+	} else if (r.compare) {
+		auto plan = client::plan_sync(
+		    *r.rp, reinterpret_cast<const std::uint8_t *>(d.master->base()), begin,
+		    d.master->size(), false);
+		client::log(2, "{}: {} bytes differ from the master ({})", what, plan.bytes(),
+		            plan.method == "delta" ? "block checksums compared" : plan.fallback);
+		r.dirty->mark(plan.ranges);
+	}
+}
+
+/** A catch-up's rounds (apply_sync_rounds' next()): what the dirty map holds, round after
+ *  round, until one is the last (client::last_catch_up_round); that one is taken with
+ *  remote_mu held exclusively, so no call changes the pool meanwhile, and stays held until
+ *  release(). The round in flight counts as the replica's bytes to go. */
+class catch_up_rounds
+{
+public:
+	catch_up_rounds(replicated_pool::impl &d, remote_replica &r)
+	    : d_(d), r_(r), held_(d.remote_mu, std::defer_lock)
+	{
+	}
+	~catch_up_rounds() { in_flight(0); }
+
+	std::vector<client::byte_span> operator()()
+	{
+		if (held_.owns_lock())
+			return {};
+		{
+			std::lock_guard s(d_.state_mu);
+			if (d_.heal_stop)
+				throw rpmem::error(ECANCELED, "the pool is closing");
+		}
+		taken_ = r_.dirty->take();
+		std::uint64_t bytes = bytes_of(taken_);
+		if (client::last_catch_up_round(bytes, previous_, ++rounds_)) {
+			held_.lock();
+			auto rest = r_.dirty->take();
+			bytes += bytes_of(rest);
+			taken_.insert(taken_.end(), rest.begin(), rest.end());
+		}
+		previous_ = bytes;
+		moved_ += bytes;
+		in_flight(bytes);
+		return taken_;
+	}
+	/** The round in flight goes back to the map: it may not have landed. */
+	void give_back()
+	{
+		r_.dirty->mark(taken_);
+		in_flight(0);
+	}
+	/** The calls may go on again. */
+	void release() { held_.unlock(); }
+	int rounds() const { return rounds_; }
+	std::uint64_t moved() const { return moved_; }
+
+private:
+	static std::uint64_t bytes_of(const std::vector<client::byte_span> &v)
+	{
+		std::uint64_t n = 0;
+		for (const auto &x : v)
+			n += x.size();
+		return n;
+	}
+	void in_flight(std::uint64_t bytes)
+	{
+		std::lock_guard s(d_.state_mu);
+		r_.moving = bytes;
+	}
+
+	replicated_pool::impl &d_;
+	remote_replica &r_;
+	std::unique_lock<std::shared_mutex> held_;
+	std::vector<client::byte_span> taken_;
+	int rounds_ = 0;
+	std::uint64_t moved_ = 0, previous_ = 0;
+};
+
 } // namespace
 
 void replicated_pool::impl::catch_up(remote_replica &r, const progress_fn &progress)
@@ -128,77 +214,29 @@ void replicated_pool::impl::catch_up(remote_replica &r, const progress_fn &progr
 		drop_session(r);
 	}
 	const unsigned lanes = reconnect(*this, r, what, &created, &marked);
-	auto &dirty = *r.dirty;
-	const auto begin = data_offset();
-	if (created) {
-		dirty.mark(begin, master->size() - begin);
-	} else if (r.compare) {
-		// Changes from before the loss are not known: block checksums find them.
-		auto plan =
-		    client::plan_sync(*r.rp, reinterpret_cast<const std::uint8_t *>(master->base()),
-		                      begin, master->size(), false);
-		client::log(2, "{}: {} bytes differ from the master ({})", what, plan.bytes(),
-		            plan.method == "delta" ? "block checksums compared" : plan.fallback);
-		dirty.mark(plan.ranges);
-	}
+	mark_lacking(*this, r, what, created);
 	const auto copying = with_behind_mark(r.attr, true);
 	const auto done = with_behind_mark(r.attr, may_fall_behind());
 	client::replica_destination dest(*r.rp, &copying, &done);
-	std::unique_lock<std::shared_mutex> held(remote_mu, std::defer_lock);
-	std::vector<client::byte_span> taken;
-	int round = 0;
-	std::uint64_t moved = 0, previous = 0;
+	catch_up_rounds rounds(*this, r);
 	try {
-		client::apply_sync_rounds(
-		    dest,
-		    [&]() -> std::vector<client::byte_span> {
-			    if (held.owns_lock())
-				    return {};
-			    {
-				    std::lock_guard s(state_mu);
-				    if (heal_stop)
-					    throw rpmem::error(ECANCELED, "the pool is closing");
-			    }
-			    taken = dirty.take();
-			    std::uint64_t bytes = 0;
-			    for (const auto &x : taken)
-				    bytes += x.size();
-			    if (client::last_catch_up_round(bytes, previous, ++round)) {
-				    held.lock(); // the last round: no call changes the pool
-				                 // meanwhile
-				    auto rest = dirty.take();
-				    taken.insert(taken.end(), rest.begin(), rest.end());
-				    for (const auto &x : rest)
-					    bytes += x.size();
-			    }
-			    previous = bytes;
-			    moved += bytes;
-			    std::lock_guard s(state_mu);
-			    r.moving = bytes; // still to go until the round ends
-			    return taken;
-		    },
-		    {.found_marked = marked},
-		    [&](std::uint64_t n, std::uint64_t total) {
-			    if (progress)
-				    progress(n, total);
-		    });
+		client::apply_sync_rounds(dest, std::ref(rounds), {.found_marked = marked},
+		                          [&](std::uint64_t n, std::uint64_t total) {
+			                          if (progress)
+				                          progress(n, total);
+		                          });
 	} catch (...) {
-		dirty.mark(taken); // may not have landed
-		std::lock_guard s(state_mu);
-		r.moving = 0;
+		rounds.give_back();
 		throw;
 	}
-	{
-		std::lock_guard s(state_mu);
-		r.moving = 0;
-	}
-	if (moved == 0 && progress)
+	if (rounds.moved() == 0 && progress)
 		progress(0, 0); // in sync already: nothing to copy
 	r.lanes = lanes;
 	count_lanes();
 	const bool all_back = mark_back(*this, r);
-	held.unlock();
-	client::log(1, "{}: in sync again ({} bytes moved in {} round(s))", what, moved, round);
+	rounds.release();
+	client::log(1, "{}: in sync again ({} bytes moved in {} round(s))", what, rounds.moved(),
+	            rounds.rounds());
 	if (all_back)
 		replication->replicas_back();
 }
