@@ -90,6 +90,9 @@ private:
 
 	/** Accepts a connection only with the session's secret and an unused endpoint index. */
 	void on_connreq(fab::eq_event &ev);
+	/** Why a connection request presenting `cd` (nullptr: `size` bytes that do not decode)
+	 *  is refused; empty when it is accepted. */
+	std::string refusal(const rpmem::lane::conn_data *cd, std::size_t size) const;
 	/** Stops listening: every connection the session announced is up. */
 	void close_listener();
 

@@ -3,6 +3,7 @@
 // connections (each presenting the session's secret), and worker threads (target_worker.cpp)
 // that execute lane requests. This file: the setup, in named steps, the accept thread, stop.
 #include "fabric_target.hpp"
+#include "target_listen.hpp"
 
 #include "log.hpp"
 
@@ -54,93 +55,6 @@ std::uint32_t inline_max_for(std::uint32_t nlanes)
 	    std::clamp<std::uint64_t>(share, default_inline_max, large_inline_max));
 }
 inline constexpr auto accept_timeout = 30s;
-
-std::vector<std::string> split_list(const std::string &s)
-{
-	std::vector<std::string> out;
-	std::stringstream in(s);
-	std::string item;
-	while (std::getline(in, item, ','))
-		if (!item.empty())
-			out.push_back(item);
-	return out;
-}
-
-/** The first provider of the client's list that can listen on `address`. */
-fab::info listen_info(const std::string &address, const std::string &providers,
-                      rpmem::fabric::mr_mode mr)
-{
-	std::string tried;
-	for (const auto &p : split_list(providers)) {
-		try {
-			fab::request req;
-			req.provider = p;
-			req.mr = mr;
-			return fab::info::for_listen(address, req);
-		} catch (const rpmem::error &e) {
-			tried += fmt::format("{}{}: {}", tried.empty() ? "" : "; ", p, e.message());
-		}
-	}
-	throw rpmem::error(ENOMEDIUM, fmt::format("no libfabric provider of the client's list "
-	                                          "({}) can listen on {}: {}",
-	                                          providers, address, tried));
-}
-
-/** Whether a listener (or anything bound without SO_REUSEADDR) holds address:port: the bind a
- *  listener would make fails with EADDRINUSE. Only to say why a provider refused the port
- *  (sockets says EINVAL). */
-bool port_held(const std::string &address, std::uint16_t port)
-{
-	addrinfo hints{};
-	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
-	hints.ai_socktype = SOCK_STREAM;
-	addrinfo *res = nullptr;
-	if (getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints, &res) != 0)
-		return false;
-	bool held = false;
-	if (int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0); fd >= 0) {
-		int one = 1;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-		held = ::bind(fd, res->ai_addr, res->ai_addrlen) != 0 && errno == EADDRINUSE;
-		::close(fd);
-	}
-	freeaddrinfo(res);
-	return held;
-}
-
-/** A listener on `address` at the first port of `range` the provider takes, bound to `events`;
- *  its info goes to `info` (the sockets provider's listener refers to it). Throws
- *  rpmem::error(EADDRINUSE) naming the range when no port of it is free. */
-std::unique_ptr<fab::passive_endpoint>
-listen_in_range(const fab::fabric_domain &domain, const fab::eq &events, const std::string &address,
-                const fab::request &req, port_range range, fab::info &info)
-{
-	std::string first_why;
-	unsigned held = 0, tried = 0;
-	for (unsigned port = range.first; port <= range.last; ++port) {
-		++tried;
-		try {
-			info = fab::info::query(address, std::to_string(port), FI_SOURCE, req);
-			auto pep = std::make_unique<fab::passive_endpoint>(domain, info);
-			pep->bind(events);
-			pep->listen();
-			return pep;
-		} catch (const rpmem::error &e) {
-			if (port_held(address, static_cast<std::uint16_t>(port)))
-				++held;
-			else if (first_why.empty())
-				first_why = fmt::format("port {}: {}", port, e.message());
-		}
-	}
-	throw rpmem::error(
-	    EADDRINUSE,
-	    fmt::format("no port of port-range {}-{} on {} is free for the fabric listener "
-	                "(provider {}): {} of the {} in use{}{}; widen port-range in rpmemd's "
-	                "config (rpmemd(1)), or let the sessions holding them connect first (a "
-	                "session keeps its port only until its client's connections are up)",
-	                range.first, range.last, address, req.provider, held, tried,
-	                first_why.empty() ? "" : ", ", first_why));
-}
 
 unsigned cpu_count()
 {
@@ -465,6 +379,23 @@ void fabric_target::close_listener()
 }
 
 /** Accepts a connection only with the session's secret and an unused endpoint index. */
+std::string fabric_target::refusal(const rpmem::lane::conn_data *cd, std::size_t size) const
+{
+	if (!cd)
+		return fmt::format("{} bytes of connection data instead of {}", size,
+		                   rpmem::lane::conn_data_size);
+	unsigned char diff = 0; // constant time: no timing oracle on the secret
+	for (std::size_t i = 0; i < cd->secret.size(); ++i)
+		diff |= static_cast<unsigned char>(cd->secret[i] ^ params_.secret[i]);
+	if (diff)
+		return "wrong session secret";
+	if (cd->endpoint >= nendpoints_)
+		return fmt::format("endpoint index {} out of range", cd->endpoint);
+	if (conns_[cd->endpoint]->ep)
+		return fmt::format("endpoint {} is already connected", cd->endpoint);
+	return {};
+}
+
 void fabric_target::on_connreq(fab::eq_event &ev)
 {
 	if (!pep_) {
@@ -473,24 +404,10 @@ void fabric_target::on_connreq(fab::eq_event &ev)
 		         "ignored");
 		return;
 	}
-	std::string why;
 	// Some transports pad private data (RDMA CM): only the first bytes are ours.
 	auto cd = rpmem::lane::decode_conn_data(std::span<const std::uint8_t>(ev.data).first(
 	    std::min(ev.data.size(), rpmem::lane::conn_data_size)));
-	if (!cd) {
-		why = fmt::format("{} bytes of connection data instead of {}", ev.data.size(),
-		                  rpmem::lane::conn_data_size);
-	} else {
-		unsigned char diff = 0; // constant time: no timing oracle on the secret
-		for (std::size_t i = 0; i < cd->secret.size(); ++i)
-			diff |= static_cast<unsigned char>(cd->secret[i] ^ params_.secret[i]);
-		if (diff)
-			why = "wrong session secret";
-		else if (cd->endpoint >= nendpoints_)
-			why = fmt::format("endpoint index {} out of range", cd->endpoint);
-		else if (conns_[cd->endpoint]->ep)
-			why = fmt::format("endpoint {} is already connected", cd->endpoint);
-	}
+	const std::string why = refusal(cd ? &*cd : nullptr, ev.data.size());
 	if (!why.empty()) {
 		std::string peer =
 		    describe_address(ev.conn_info->dest_addr, ev.conn_info->dest_addrlen);

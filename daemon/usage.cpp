@@ -7,6 +7,7 @@
 namespace rpmemd
 {
 
+// One text, as --help prints it: longer than a function should be, and clearer whole.
 std::string usage(std::string_view program)
 {
 	return fmt::format(
