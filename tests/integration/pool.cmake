@@ -22,7 +22,7 @@ target_include_directories(integration_capi PRIVATE ${PROJECT_SOURCE_DIR}/includ
 rpmem_add_catch_test(integration_async_capi
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/async_capi_test.cpp
   LIBS rpmem rpmem_client rpmem_test_sshd rpmem_test_fault
-  LABELS integration)
+  LABELS integration LONG)
 target_include_directories(integration_async_capi PRIVATE ${PROJECT_SOURCE_DIR}/include/rpmem)
 add_executable(rpmem_pmemobj_seq ${PROJECT_SOURCE_DIR}/tests/support/pmemobj_seq.c)
 target_link_libraries(rpmem_pmemobj_seq PRIVATE PkgConfig::PMEMOBJ)

@@ -3,7 +3,7 @@
 rpmem_add_catch_test(integration_replication
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/replication_test.cpp
   LIBS rpmem_cpp rpmem_test_sshd
-  LABELS integration)
+  LABELS integration LONG)
 add_dependencies(integration_replication rpmemd 02-cpp-pool 03-flush-drain 04-replicated-pool
                  05-async-log)
 # The writer the asynchronous prefix test kills mid-stream.

@@ -3,5 +3,5 @@
 rpmem_add_catch_test(integration_tool
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/tool_test.cpp
   LIBS rpmem_client rpmem_test_sshd rpmem_test_fault
-  LABELS integration)
+  LABELS integration LONG)
 add_dependencies(integration_tool rpmem-tool rpmem-bench rpmem rpmemd 06-pmemobj-replica)
