@@ -51,7 +51,8 @@ void drop_session(remote_replica &r) noexcept
 
 /** A new session to r: its pool opened (*marked: whether it was found marked behind), or
  *  re-created, marked behind, with the header it should have when it is gone (*created and
- *  *marked then true). Returns the lanes granted. */
+ *  *marked then true). Returns the lanes granted. r.attr changes only to what r's header says
+ *  from now on (read from it, or written by the re-create). */
 unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::string &what,
                    bool *created, bool *marked)
 {
@@ -75,20 +76,24 @@ unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::strin
 			r.rp.reset();
 			throw rpmem::error(open_err.errnum(), what + ": " + open_err.message());
 		}
-		// Gone (or never created): re-create it with the header it should have.
-		if (r.attr.is_zero()) {
-			// The master's identity and arch flags; a UUID of its own, no links
-			// (its neighbours' UUIDs are not known here).
-			r.attr = pmdk::to_attr(d.master->read_header(0));
-			r.attr.uuid = generate_uuid();
-			r.attr.prev_uuid = r.attr.next_uuid = {};
-		}
+		// Gone (or never created, or not reachable): re-create it with the header it
+		// should have. Kept in r.attr only once written: were the create refused (the
+		// pool is there after all), a later open adopts the header it finds.
 		try {
+			auto want = r.attr;
+			if (want.is_zero()) {
+				// The master's identity and arch flags; a UUID of its own, no
+				// links (its neighbours' UUIDs are not known here).
+				want = pmdk::to_attr(d.master->read_header(0));
+				want.uuid = generate_uuid();
+				want.prev_uuid = want.next_uuid = {};
+			}
 			lanes = lanes_per_replica;
 			// Marked behind until the copy is complete.
-			const auto attr = with_behind_mark(r.attr, true);
+			const auto attr = with_behind_mark(want, true);
 			r.rp = client::remote_pool::create(r.target, r.descriptor, d.master->base(),
 			                                   size, &lanes, &attr, r.conn);
+			r.attr = want;
 			*created = *marked = true;
 			return lanes;
 		} catch (const rpmem::error &create_err) {

@@ -1492,3 +1492,105 @@ TEST_CASE("replicated_pool: resync while four threads persist brings the replica
 	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (resynced)");
 	require_equal(expect, s.remote_data(1, expect.size() + K4), "replica 2 (resynced)");
 }
+
+namespace
+{
+
+/** The UUIDs in part 0's header that tie a replica into the ring: its own, and its
+ *  neighbours' (PMDK's pool_hdr: part_uuid, prev_repl_uuid, next_repl_uuid). */
+struct ring_links {
+	std::array<std::uint8_t, 16> self{}, prev{}, next{};
+	bool operator==(const ring_links &) const = default;
+};
+
+ring_links read_links(const fs::path &part)
+{
+	const auto hdr = slurp(part);
+	REQUIRE(hdr.size() >= K4);
+	ring_links l;
+	std::memcpy(l.self.data(), hdr.data() + 40, 16);
+	std::memcpy(l.prev.data(), hdr.data() + 88, 16);
+	std::memcpy(l.next.data(), hdr.data() + 104, 16);
+	return l;
+}
+
+std::string hex(const std::array<std::uint8_t, 16> &u)
+{
+	std::string s;
+	for (auto b : u)
+		s += fmt::format("{:02x}", b);
+	return s;
+}
+
+/** Every replica's links as the pool set's files hold them: the master's, then each node's. */
+std::vector<ring_links> ring_of(replicated_setup &s, std::size_t nodes)
+{
+	std::vector<ring_links> r{read_links(s.dir() / "master.part0")};
+	for (std::size_t i = 0; i < nodes; ++i)
+		r.push_back(read_links(s.node(i).part("remote.set")));
+	return r;
+}
+
+/** r is one ring: each replica links to its neighbours' own UUIDs, none of them zero. */
+void require_ring(const std::vector<ring_links> &r, const char *what)
+{
+	INFO(what);
+	const std::size_t n = r.size();
+	for (std::size_t i = 0; i < n; ++i) {
+		INFO("replica " << i << ": self " << hex(r[i].self) << " prev " << hex(r[i].prev)
+		                << " next " << hex(r[i].next));
+		CHECK(r[i].self != std::array<std::uint8_t, 16>{});
+		CHECK(r[i].prev == r[(i + n - 1) % n].self);
+		CHECK(r[i].next == r[(i + 1) % n].self);
+	}
+}
+
+} // namespace
+
+TEST_CASE("replicated_pool, degrade: a replica lost at open whose re-create was refused (its pool "
+          "is there) keeps its UUID and links when it comes back",
+          "[replication][fault][resync]")
+{
+	// The chaos run's bad header: the open of a replica failed (its pool busy), the re-create
+	// too ("already exists"), and the next resync opened it and wrote it a fresh UUID with no
+	// links, taken up for the re-create that never happened.
+	sshd server;
+	replicated_setup s(server, 2, {"8M"}, false, "8M");
+	{
+		auto p = replicated_pool::create(s.path(), s.options());
+		scribble(p, 81, 10);
+	}
+	const auto before = ring_of(s, 2);
+	require_ring(before, "as created");
+	replicated_pool::options o;
+	o.on_failure = replicated_pool::failure_policy::degrade;
+	o.reconnect = false; // resync() brings it back, nothing else
+	{
+		// Replica 1's pool held open elsewhere: its open is refused, and so is a create.
+		local_pool mem(8 << 20);
+		std::span<std::byte> memory(reinterpret_cast<std::byte *>(mem.data()), mem.size());
+		auto holder = rpmem::pool::open(s.node(0).target(), "remote.set", memory, 1,
+		                                connect_for(s.node(0)));
+		auto p = replicated_pool::open(s.path(), s.options(o));
+		CHECK(!p.replicas()[1].in_sync);
+		CHECK(p.replicas()[2].in_sync);
+		try {
+			p.resync(1);
+			FAIL("resync of a replica whose pool is open elsewhere succeeded");
+		} catch (const rpmem::error &e) {
+			INFO(e.what());
+			CHECK(e.message().find("nor re-create it") != std::string::npos);
+		}
+		holder.close();
+		p.resync(1); // opens it now
+		CHECK(p.replicas()[1].in_sync);
+		scribble(p, 82, 10);
+		auto expect = master_data(p);
+		p.close();
+		require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1");
+	}
+	const auto after = ring_of(s, 2);
+	require_ring(after, "after the refused re-create, the resync and a clean close");
+	CHECK(after == before);
+	CHECK_NOTHROW(replicated_pool::open(s.path(), s.options()).close());
+}
