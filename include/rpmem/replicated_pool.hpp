@@ -179,8 +179,11 @@ public:
 	 * (block checksums computed by its rpmemd and here, compared; total is then the bytes
 	 * of those blocks, progress(0, 0) when none differs); a re-created one, or one whose
 	 * rpmemd cannot checksum (older than rpmem's protocol 1.2, or block-checksums = no),
-	 * gets the whole pool. It is marked possibly behind while bytes move: an interrupted
-	 * resync leaves it so, and the next one finishes it. Afterwards the replica is in sync. */
+	 * gets the whole pool. A re-created one gets the replica UUID and links the other
+	 * replicas' headers give it; when they cannot (its neighbours in the ring are lost too and
+	 * their headers were never read) it is not re-created: ENOENT says which to bring back
+	 * first. It is marked possibly behind while bytes move: an interrupted resync leaves it
+	 * so, and the next one finishes it. Afterwards the replica is in sync. */
 	void resync(std::size_t index,
 	            const std::function<void(std::size_t done, std::size_t total)> &progress = {});
 

@@ -9,6 +9,7 @@
 #include "client/replica_sync.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace rpmem
 {
@@ -49,6 +50,91 @@ void drop_session(remote_replica &r) noexcept
 	r.staged_on = nullptr; // a new remote pool registers the staging ring again
 }
 
+/** The replicas' own UUIDs (part 0's) as the pool set's headers known here say them: a
+ *  replica's own header, else its neighbours' links to it. Known: the master's, the local
+ *  replicas', and those of the remote replicas whose header was read (not one lost at open). */
+class replica_ring
+{
+public:
+	explicit replica_ring(const replicated_pool::impl &d) : ids_(d.ps.replicas.size())
+	{
+		struct known {
+			std::size_t index;
+			uuid self, prev, next;
+		};
+		std::vector<known> k;
+		const auto m = d.master->read_header(0);
+		k.push_back({0, m.links.self, m.links.prev_repl, m.links.next_repl});
+		for (const auto &l : d.locals) {
+			const auto h = l.map->read_header(0);
+			k.push_back({l.index, h.links.self, h.links.prev_repl, h.links.next_repl});
+		}
+		for (const auto &x : d.remotes)
+			if (!x.attr.is_zero())
+				k.push_back(
+				    {x.index, x.attr.uuid, x.attr.prev_uuid, x.attr.next_uuid});
+		// A replica's own UUID first, then what its neighbours link to.
+		for (const auto &x : k)
+			learn(x.index, x.self);
+		for (const auto &x : k) {
+			learn(before(x.index), x.prev);
+			learn(after(x.index), x.next);
+		}
+	}
+
+	std::size_t before(std::size_t i) const { return (i + ids_.size() - 1) % ids_.size(); }
+	std::size_t after(std::size_t i) const { return (i + 1) % ids_.size(); }
+	const std::optional<uuid> &id(std::size_t i) const { return ids_[i]; }
+
+private:
+	void learn(std::size_t i, const uuid &u)
+	{
+		if (!ids_[i] && u != uuid{})
+			ids_[i] = u;
+	}
+	std::vector<std::optional<uuid>> ids_;
+};
+
+/** The attributes remote replica r is re-created with when it is gone and its header was never
+ *  read (lost at open): the master's identity and arch flags, and the UUID and links the other
+ *  replicas' headers expect of it. Throws what to do when those are not known (its
+ *  neighbours are lost too and their headers not read). */
+control::pool_attr recreated_attr(const replicated_pool::impl &d, const remote_replica &r)
+{
+	const replica_ring ring(d);
+	const auto prev = ring.before(r.index), next = ring.after(r.index);
+	if (!ring.id(prev) || !ring.id(r.index) || !ring.id(next)) {
+		std::string lost;
+		std::size_t nlost = 0;
+		for (const auto &x : d.remotes)
+			if ((x.index == prev || x.index == next) && x.attr.is_zero()) {
+				lost += fmt::format("{}{} ({})", nlost ? " and " : "", x.index,
+				                    d.where(x));
+				++nlost;
+			}
+		if (nlost == 0)
+			throw rpmem::error(EINVAL,
+			                   fmt::format("its replica UUID and links are not known: "
+			                               "the headers of replicas {} and {} do not "
+			                               "name it (check the pool set with rpmem "
+			                               "verify)",
+			                               prev, next));
+		throw rpmem::error(
+		    ENOENT, fmt::format("its replica UUID and links are not known: "
+		                        "the other replicas' headers say them, but "
+		                        "replica {} next to it in the ring {} lost too, "
+		                        "{} header never read: bring {} back first "
+		                        "(resync), then this one",
+		                        lost, nlost > 1 ? "are" : "is", nlost > 1 ? "their" : "its",
+		                        nlost > 1 ? "one of them" : "it"));
+	}
+	auto a = with_behind_mark(pmdk::to_attr(d.master->read_header(0)), false);
+	a.uuid = *ring.id(r.index);
+	a.prev_uuid = *ring.id(prev);
+	a.next_uuid = *ring.id(next);
+	return a;
+}
+
 /** A new session to r: its pool opened (*marked: whether it was found marked behind), or
  *  re-created, marked behind, with the header it should have when it is gone (*created and
  *  *marked then true). Returns the lanes granted. r.attr changes only to what r's header says
@@ -80,14 +166,7 @@ unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::strin
 		// should have. Kept in r.attr only once written: were the create refused (the
 		// pool is there after all), a later open adopts the header it finds.
 		try {
-			auto want = r.attr;
-			if (want.is_zero()) {
-				// The master's identity and arch flags; a UUID of its own, no
-				// links (its neighbours' UUIDs are not known here).
-				want = pmdk::to_attr(d.master->read_header(0));
-				want.uuid = generate_uuid();
-				want.prev_uuid = want.next_uuid = {};
-			}
+			const auto want = r.attr.is_zero() ? recreated_attr(d, r) : r.attr;
 			lanes = lanes_per_replica;
 			// Marked behind until the copy is complete.
 			const auto attr = with_behind_mark(want, true);

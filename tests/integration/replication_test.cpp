@@ -1594,3 +1594,81 @@ TEST_CASE("replicated_pool, degrade: a replica lost at open whose re-create was 
 	CHECK(after == before);
 	CHECK_NOTHROW(replicated_pool::open(s.path(), s.options()).close());
 }
+
+TEST_CASE("replicated_pool, degrade: a replica gone while closed is re-created with the UUID and "
+          "links its neighbours expect",
+          "[replication][fault][resync]")
+{
+	sshd server;
+	replicated_setup s(server, 2, {"8M"}, false, "8M");
+	{
+		auto p = replicated_pool::create(s.path(), s.options());
+		scribble(p, 83, 10);
+	}
+	const auto before = ring_of(s, 2);
+	require_ring(before, "as created");
+	fs::remove(s.node(0).part("remote.set")); // rpmemd finds replica 1's pool gone
+	replicated_pool::options o;
+	o.on_failure = replicated_pool::failure_policy::degrade;
+	o.reconnect = false;
+	{
+		auto p = replicated_pool::open(s.path(), s.options(o));
+		CHECK(!p.replicas()[1].in_sync);
+		p.resync(1); // re-creates it
+		scribble(p, 84, 10);
+		auto expect = master_data(p);
+		p.close();
+		require_equal(expect, s.remote_data(0, expect.size() + K4), "re-created replica 1");
+	}
+	const auto after = ring_of(s, 2);
+	require_ring(after, "after the re-create");
+	CHECK(after == before);
+}
+
+TEST_CASE("replicated_pool, degrade: a gone replica whose neighbours were never read is "
+          "re-created only once one of them is back (no made-up links)",
+          "[replication][fault][resync]")
+{
+	// Ring: master, 1, 2, 3. All three remote replicas lost at open (logins refused), 2 gone:
+	// its own UUID is in the headers of 1 and 3 only, unread.
+	sshd server;
+	replicated_setup s(server, 3, {"8M"}, false, "8M");
+	{
+		auto p = replicated_pool::create(s.path(), s.options());
+		scribble(p, 85, 10);
+	}
+	const auto before = ring_of(s, 3);
+	require_ring(before, "as created");
+	fs::remove(s.node(1).part("remote.set"));
+	replicated_pool::options o;
+	o.on_failure = replicated_pool::failure_policy::degrade;
+	o.reconnect = false;
+	refuse_logins(server, true);
+	auto p = replicated_pool::open(s.path(), s.options(o));
+	refuse_logins(server, false);
+	for (std::size_t i = 1; i <= 3; ++i)
+		CHECK(!p.replicas()[i].in_sync);
+	try {
+		p.resync(2);
+		FAIL("replica 2 was re-created though its UUID and links were not known");
+	} catch (const rpmem::error &e) {
+		INFO(e.what());
+		CHECK(e.errnum() == ENOENT);
+		CHECK(e.message().find("replica 1 (") != std::string::npos);
+		CHECK(e.message().find("and 3 (") != std::string::npos);
+		CHECK(e.message().find("bring one of them back first") != std::string::npos);
+	}
+	CHECK(!fs::exists(s.node(1).part("remote.set"))); // nothing made up was written
+	p.resync(1);                                      // its header names replica 2
+	p.resync(2);                                      // re-created
+	p.resync(3);
+	scribble(p, 86, 10);
+	auto expect = master_data(p);
+	p.close();
+	for (std::size_t i = 0; i < 3; ++i)
+		require_equal(expect, s.remote_data(i, expect.size() + K4), "remote replica");
+	const auto after = ring_of(s, 3);
+	require_ring(after, "after the re-create");
+	CHECK(after == before);
+	CHECK_NOTHROW(replicated_pool::open(s.path(), s.options()).close());
+}
