@@ -38,7 +38,7 @@ command -v ninja >/dev/null && generator=(-G Ninja)
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
-    -DRPMEM_SANITIZE="$sanitize" -DCMAKE_CXX_FLAGS=-Wno-maybe-uninitialized \
+    -DRPMEM_SANITIZE="$sanitize" -DRPMEM_CHAOS=OFF -DCMAKE_CXX_FLAGS=-Wno-maybe-uninitialized \
     -DCMAKE_C_FLAGS=-Wno-maybe-uninitialized >/dev/null ||
     { echo "sanitize.sh: configuring $build failed (see above)" >&2; exit 2; }
 fi
