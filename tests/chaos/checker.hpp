@@ -48,8 +48,12 @@ public:
 	const std::string &bound_text() const { return bound_text_; }
 	/** Covered records per replica and thread, the last observation: for a failure report. */
 	std::string describe() const;
-	const std::vector<std::uint64_t> &covered(std::size_t replica) const
+	/** What replica `replica` was seen to hold of the writer's current generation: nothing
+	 *  when no round has looked at this generation yet (a promote right after a new one). */
+	std::vector<std::uint64_t> covered(std::size_t replica) const
 	{
+		if (generation_ != w_.generation())
+			return std::vector<std::uint64_t>(w_.threads(), 0);
 		return covered_.at(replica);
 	}
 	/** Counters for the closing report. */
