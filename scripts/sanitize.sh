@@ -3,8 +3,8 @@
 #   scripts/sanitize.sh asan   ASan + UBSan (-DRPMEM_SANITIZE=address,undefined) in build-asan/:
 #                              every test
 #   scripts/sanitize.sh tsan   TSan (-DRPMEM_SANITIZE=thread) in build-tsan/: the multi-threaded
-#                              tests (every test binary but the ssh, ABI and foreign-program
-#                              ones, see TSAN_EXCLUDE)
+#                              tests (every test binary but the ssh, ABI, foreign-program and
+#                              stock-libpmemobj outage ones, see TSAN_EXCLUDE)
 # Extra arguments go to ctest. BUILD_DIR overrides the build directory.
 #
 # rpmemd is started over ssh by the tests, so the sanitizer options cannot travel in its
@@ -135,9 +135,11 @@ asan)
   ;;
 tsan)
   # The multi-threaded tests: everything but the ssh tests (libssh only, one thread), tests
-  # of foreign programs (an uninstrumented libpmemobj's threads are invisible to TSan) and the
-  # shell-script ABI checks.
-  exclude=${TSAN_EXCLUDE:-integration_ssh|abi_header_test|integration_package|$foreign_re|.*\.sh}
+  # of foreign programs (an uninstrumented libpmemobj's threads are invisible to TSan), the
+  # shell-script ABI checks, and the outage scenarios of stock libpmemobj (integration_outage:
+  # minutes of faults whose threads are libpmemobj's; resilient_pool's own threads run under
+  # TSan in integration_capi, whose pools all go through it).
+  exclude=${TSAN_EXCLUDE:-integration_ssh|abi_header_test|integration_package|integration_outage|$foreign_re|.*\.sh}
   run_ctest "multi-threaded tests" "$(select_tests "not re.fullmatch(r'$exclude', exe)")"
   ;;
 esac
