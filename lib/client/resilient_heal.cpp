@@ -184,11 +184,27 @@ void resilient_pool::heal_loop()
 {
 	auto delay = cfg_.reconnect_delay;
 	std::unique_lock l(mu_);
+	// The healer works only while the process is not exiting: exit (exit_guard) waits for
+	// work in flight, then runs the destructors that work would touch (the log, the metrics
+	// exporter, OpenSSL's locks). It sleeps outside the guard, so exit does not wait for a
+	// sleeping healer; one that wakes while the process exits parks for good.
+	auto &guard = exit_guard::get();
+	if (!guard.enter())
+		return;
+	auto sleep = [&](auto &&wait) {
+		guard.leave();
+		wait();
+		if (guard.enter())
+			return true;
+		cv_.wait(l, [&] { return stop_; });
+		return false;
+	};
 	while (!stop_) {
 		const state st = state_.load();
 		if (st == state::in_sync) {
 			delay = cfg_.reconnect_delay;
-			cv_.wait_for(l, idle_check);
+			if (!sleep([&] { cv_.wait_for(l, idle_check); }))
+				return;
 			// An idle session whose rpmemd is gone (its keep-alive saw it): reconnect
 			// now, not at the next call.
 			if (!stop_ && state_.load() == state::in_sync)
@@ -200,18 +216,14 @@ void resilient_pool::heal_loop()
 			continue;
 		}
 		if (st != state::reconnecting && st != state::lost) {
-			cv_.wait(l, [&] { return stop_ || state_.load() != st; });
+			if (!sleep(
+			        [&] { cv_.wait(l, [&] { return stop_ || state_.load() != st; }); }))
+				return;
 			continue;
 		}
 		l.unlock();
 		std::string why;
-		std::unique_ptr<remote_pool> rp;
-		if (exit_guard::get().enter()) { // no new session while the process exits
-			rp = try_connect(&why);
-			exit_guard::get().leave();
-		} else {
-			why = "the process is exiting";
-		}
+		std::unique_ptr<remote_pool> rp = try_connect(&why);
 		if (rp) {
 			const auto attempt = ms_since(outage_start_);
 			install(std::move(rp));
@@ -233,9 +245,11 @@ void resilient_pool::heal_loop()
 		if (state_.load() == state::reconnecting &&
 		    clock_type::now() >= outage_start_ + cfg_.reconnect_timeout)
 			give_up(why);
-		cv_.wait_for(l, delay, [&] { return stop_; });
+		if (!sleep([&] { cv_.wait_for(l, delay, [&] { return stop_; }); }))
+			return;
 		delay = std::min(delay * 2, max_delay);
 	}
+	guard.leave();
 }
 
 } // namespace rpmem::client
