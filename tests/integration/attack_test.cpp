@@ -498,10 +498,15 @@ TEST_CASE("a flood of silent connections under a low descriptor limit: the hones
 	auto r = honest.request(persist_inline(0, 1, {{8192, std::vector<std::uint8_t>(8, 1)}}));
 	REQUIRE(r);
 	CHECK(r->err == 0);
-	// All but the cap's worth, and no more: the youngest 64 wait for the bound.
-	CHECK(silent.closed(flood - cap, 20s) == flood - cap);
+	// All but the cap's worth, and no more: the youngest 64 wait for the bound. The honest
+	// connection is the youngest, and a scan that sees it before its connection request is
+	// read counts it as one more silent one (seen under load: 137 closed): one more of the
+	// flood may go for it, never two.
+	CHECK(silent.closed(flood - cap, 20s) >= flood - cap);
 	std::this_thread::sleep_for(500ms);
-	CHECK(silent.closed(flood, 0ms) == flood - cap);
+	const auto closed = silent.closed(flood, 0ms);
+	CHECK(closed >= flood - cap);
+	CHECK(closed <= flood - cap + 1);
 	auto log = node.log_text();
 	INFO(log);
 	CHECK_THAT(log, Catch::Contains("(at most 64 may): closed the"));
