@@ -42,6 +42,17 @@ public:
 		cv_.notify_all();
 	}
 
+	/** For a background thread that works between enter() and leave(): runs wait() (its
+	 *  sleep) outside the guard, so exit never waits for a sleeper, then enters again.
+	 *  False when the process began exiting meanwhile: the caller is not inside and must not
+	 *  work any more (exit destroys what its work would touch); it should park. */
+	template <class Wait> bool sleep(Wait &&wait)
+	{
+		leave();
+		wait();
+		return enter();
+	}
+
 private:
 	static void at_exit();
 

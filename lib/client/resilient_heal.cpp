@@ -192,11 +192,9 @@ void resilient_pool::heal_loop()
 	if (!guard.enter())
 		return;
 	auto sleep = [&](auto &&wait) {
-		guard.leave();
-		wait();
-		if (guard.enter())
+		if (guard.sleep(wait))
 			return true;
-		cv_.wait(l, [&] { return stop_; });
+		cv_.wait(l, [&] { return stop_; }); // parked: the process is exiting
 		return false;
 	};
 	while (!stop_) {

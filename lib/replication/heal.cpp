@@ -54,6 +54,18 @@ void replicated_pool::impl::heal_loop()
 	std::vector<clock_type::time_point> next(remotes.size(), clock_type::time_point{});
 	std::vector<std::chrono::milliseconds> delay(remotes.size(), first_delay);
 	std::unique_lock g(state_mu);
+	// As librpmem's healer (client/resilient_heal.cpp): it works only inside the exit guard
+	// and sleeps outside it; woken while the process exits, it parks (exit destroys the log
+	// and the metrics exporter its work would touch).
+	auto &guard = client::exit_guard::get();
+	if (!guard.enter())
+		return;
+	auto sleep = [&](auto &&wait) {
+		if (guard.sleep(wait))
+			return true;
+		heal_cv.wait(g, [&] { return heal_stop; });
+		return false;
+	};
 	while (!heal_stop) {
 		// The lost replica whose next attempt comes first.
 		std::size_t pick = remotes.size();
@@ -62,11 +74,13 @@ void replicated_pool::impl::heal_loop()
 			    (pick == remotes.size() || next[i] < next[pick]))
 				pick = i;
 		if (pick == remotes.size()) {
-			heal_cv.wait(g);
+			if (!sleep([&] { heal_cv.wait(g); }))
+				return;
 			continue;
 		}
 		if (clock_type::now() < next[pick]) {
-			heal_cv.wait_until(g, next[pick]);
+			if (!sleep([&] { heal_cv.wait_until(g, next[pick]); }))
+				return;
 			continue;
 		}
 		auto &r = remotes[pick];
@@ -75,15 +89,12 @@ void replicated_pool::impl::heal_loop()
 		metrics_changed(r);
 		std::string why;
 		bool back = false;
-		if (client::exit_guard::get().enter()) { // no new session while the process exits
-			try {
-				std::lock_guard one(heal_mu);
-				catch_up(r, {});
-				back = true;
-			} catch (const std::exception &e) {
-				why = e.what();
-			}
-			client::exit_guard::get().leave();
+		try {
+			std::lock_guard one(heal_mu);
+			catch_up(r, {});
+			back = true;
+		} catch (const std::exception &e) {
+			why = e.what();
 		}
 		g.lock();
 		r.catching_up = false;
@@ -99,6 +110,7 @@ void replicated_pool::impl::heal_loop()
 		next[pick] = clock_type::now() + delay[pick];
 		delay[pick] = std::min(delay[pick] * 2, max_delay);
 	}
+	guard.leave();
 }
 
 } // namespace rpmem
