@@ -1342,7 +1342,9 @@ public:
 						std::size_t off = rng() % (mine.size() - len);
 						std::memset(mine.data() + off,
 						            static_cast<int>(rng()), len);
+						const auto t0 = std::chrono::steady_clock::now();
 						p.persist(mine.subspan(off, len));
+						record(std::chrono::steady_clock::now() - t0);
 						++done_;
 					}
 				} catch (const std::exception &e) {
@@ -1352,6 +1354,9 @@ public:
 	}
 	~writers() { stop(); }
 	std::uint64_t done() const { return done_; }
+	/** The longest a persist took, in ms: what the application lived through (reported,
+	 *  never a pass criterion: the machine is noisy). */
+	double longest_ms() const { return double(longest_ns_.load()) / 1e6; }
 	/** Waits until n more persists returned; false when none returned for 120 s (a stall,
 	 *  not slowness: the bound restarts at each one). */
 	[[nodiscard]] bool more(std::uint64_t n)
@@ -1386,6 +1391,16 @@ public:
 private:
 	std::atomic<bool> stop_{false};
 	std::atomic<std::uint64_t> done_{0};
+	std::atomic<std::uint64_t> longest_ns_{0};
+
+	void record(std::chrono::steady_clock::duration took)
+	{
+		const auto ns = static_cast<std::uint64_t>(
+		    std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
+		for (auto was = longest_ns_.load();
+		     ns > was && !longest_ns_.compare_exchange_weak(was, ns);)
+			;
+	}
 	std::vector<std::string> why_;
 	std::vector<std::thread> threads_;
 };
@@ -1448,6 +1463,10 @@ TEST_CASE("replicated_pool, synchronous, degrade: a lost replica is reconnected 
 		const auto failed = w.stop();
 		INFO(failed);
 		CHECK(failed.empty());
+		// What the writers lived through across the loss, the outage and the catch-up
+		// (its last round holds the calls).
+		WARN("longest persist across the outage and the catch-up: " << w.longest_ms()
+		                                                            << " ms");
 	}
 	p.barrier();
 	auto st = p.replicas();
