@@ -52,8 +52,12 @@ inline std::string slurp(const fs::path &p)
 }
 
 struct replica_options {
-	fs::path parent = "/tmp"; // where the poolset dir lives: /tmp (ext4) or /dev/shm
-	bool apm = false;         // rpmemd --persist-apm with PMEM_IS_PMEM_FORCE=1
+	// Where the pool set dir lives: /dev/shm (tmpfs) unless a test asks for /tmp (ext4). Both
+	// take the same path in rpmemd (is_pmem = 0 there: pmem_msync), but on ext4 each msync is
+	// real writeback, milliseconds that become seconds when the suite's parallel tests share
+	// the disk: only the tests of that path (data_path_test) pay for it.
+	fs::path parent = "/dev/shm";
+	bool apm = false; // rpmemd --persist-apm with PMEM_IS_PMEM_FORCE=1
 	// rpmemd under scripts/fake-eadr.sh: libpmem reports a platform that flushes its caches on
 	// power loss, where APM over tcp and sockets is durable. No machine here has one: an APM
 	// test says so by asking for it (without it, rpmemd refuses APM: GPSPM).

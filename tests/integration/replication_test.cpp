@@ -49,7 +49,7 @@ class replicated_setup
 public:
 	replicated_setup(sshd &server, std::size_t nodes, std::vector<std::string> master_parts,
 	                 bool local_replica, std::string remote_size,
-	                 const fs::path &parent = "/tmp")
+	                 const fs::path &parent = "/dev/shm")
 	{
 		dir_ = make_temp_dir(parent, "rpmem-repl-");
 		for (std::size_t i = 0; i < nodes; ++i) {

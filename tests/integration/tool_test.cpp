@@ -38,7 +38,7 @@ class setup
 public:
 	explicit setup(sshd &server) : server_(server), node_(server)
 	{
-		local_ = make_temp_dir("/tmp", "rpmem-tool-");
+		local_ = make_temp_dir("/dev/shm", "rpmem-tool-");
 		node_.write_poolset("remote.set", {"80M"});
 		poolset_ = local_ / "pool.set";
 		std::ofstream(poolset_)
