@@ -98,7 +98,20 @@ int failed(int err, std::string *why, const char *what, const std::string &file,
 
 } // namespace
 
-int replace_file(const std::string &path, std::string_view text, mode_t mode, std::string *why)
+namespace
+{
+
+/** The directory that holds `path` (".", when it names none). */
+std::string dir_of(const std::string &path)
+{
+	const auto slash = path.rfind('/');
+	if (slash == std::string::npos)
+		return ".";
+	return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+int replace(const std::string &path, std::string_view text, mode_t mode, bool durable,
+            std::string *why)
 {
 	std::string tmp;
 	int err = 0;
@@ -113,13 +126,41 @@ int replace_file(const std::string &path, std::string_view text, mode_t mode, st
 			::unlink(tmp.c_str());
 			return failed(err, why, "cannot write", tmp, path);
 		}
+		if (durable && ::fsync(fd.get()) != 0) {
+			err = errno;
+			::unlink(tmp.c_str());
+			return failed(err, why, "cannot fsync", tmp, path);
+		}
 	}
 	if (std::rename(tmp.c_str(), path.c_str()) != 0) {
 		err = errno;
 		::unlink(tmp.c_str());
 		return failed(err, why, "cannot rename", tmp, path);
 	}
+	if (durable && (err = sync_directory(dir_of(path))) != 0)
+		return failed(err, why, "cannot fsync the directory of", path, path);
 	return 0;
+}
+
+} // namespace
+
+int sync_directory(const std::string &dir)
+{
+	unique_fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (fd.get() < 0 || ::fsync(fd.get()) != 0)
+		return errno;
+	return 0;
+}
+
+int replace_file(const std::string &path, std::string_view text, mode_t mode, std::string *why)
+{
+	return replace(path, text, mode, false, why);
+}
+
+int replace_file_durably(const std::string &path, std::string_view text, mode_t mode,
+                         std::string *why)
+{
+	return replace(path, text, mode, true, why);
 }
 
 } // namespace rpmem::posix

@@ -41,4 +41,12 @@ private:
 int replace_file(const std::string &path, std::string_view text, mode_t mode,
                  std::string *why = nullptr);
 
+/** replace_file, durably: the new file is fsynced before the rename, and its directory after,
+ *  so once it returns 0 a crash leaves `path` with `text`. */
+int replace_file_durably(const std::string &path, std::string_view text, mode_t mode,
+                         std::string *why = nullptr);
+
+/** fsync(2) of directory `dir` (a rename or unlink in it made durable): 0 or the errno. */
+int sync_directory(const std::string &dir);
+
 } // namespace rpmem::posix
