@@ -34,10 +34,14 @@
 // mode, reconnects it by itself and catches it up while the calls go on (options::reconnect;
 // resync() does the same on request, in either mode). Under degrade every remote replica is marked
 // "possibly behind" from open until a clean close, as in asynchronous mode: a replica left behind
-// is never taken as current. One case this side cannot close: a replica unreachable when open()
-// goes on without it cannot be marked from here, so until the healer reaches it (and marks it
-// before the first byte moves) nothing on its host says it is behind; open() logs it (level 1)
-// and `rpmem promote` on that host cannot tell. DRBD has the same gap without a fencing handler.
+// is never taken as current. A replica unreachable when open() goes on without it cannot be
+// marked on its host, so the master keeps the fact: open() lists it, durably and before it
+// returns, in "<master's first part>.rpmem-behind", and every later open() takes a replica listed
+// there as marked (refused under failure_policy::fail; compared and caught up under degrade)
+// until a catch-up of it completes or `rpmem sync` brings it in line. One case stays open: until
+// the healer reaches it (and marks it before the first byte moves) nothing on its own host says
+// it is behind, so `rpmem promote` there, with the master lost, cannot tell; open() logs it
+// (level 1). DRBD has the same gap without a fencing handler.
 //
 // Thread safety: persist/flush+drain/barrier may be called from several threads, each on a lane
 // of its own (a drain() covers the calling thread's flush() calls); resync() runs beside them

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <thread>
 #include <unistd.h>
 
@@ -289,6 +290,14 @@ void open_remote(replicated_pool::impl &p, const header_check &check, remote_rep
 		                           "failure_policy::degrade) and did not close the pool "
 		                           "cleanly, so it can lack the master's last persists "
 		                           "(its pool header is marked so)");
+	if (rr.unmarked)
+		throw rpmem::error(ESTALE,
+		                   fmt::format("it may be behind the master: a writer went on "
+		                               "without it under failure_policy::degrade "
+		                               "while it was unreachable, so it can lack "
+		                               "acknowledged writes (the master's record {} "
+		                               "lists it; its own header cannot say so)",
+		                               p.record->path()));
 	rr.attr = a;
 	if (p.may_fall_behind()) {
 		const auto behind = with_behind_mark(a, true);
@@ -296,9 +305,16 @@ void open_remote(replicated_pool::impl &p, const header_check &check, remote_rep
 	}
 }
 
-/** open: every remote replica, in parallel; one that fails is lost (degrade) or fails open. */
+/** open: every remote replica, in parallel; one that fails is lost (degrade) or fails open.
+ *  The master's record of replicas behind is read first (a replica it lists is taken as
+ *  marked) and rewritten, durably, before open returns: it lists every replica lost here, whose
+ *  own header could not be marked. */
 void open_remotes(replicated_pool::impl &p, const header_check &check, const std::string &path)
 {
+	p.record = std::make_unique<pmdk::behind_record>(p.ps);
+	const auto listed = p.record->read();
+	for (auto &rr : p.remotes)
+		rr.unmarked = listed.count(pmdk::behind_record::key(p.ps.replicas[rr.index])) > 0;
 	std::vector<std::exception_ptr> errors;
 	for_each_parallel(
 	    p.remotes.size(), [&](std::size_t i) { open_remote(p, check, p.remotes[i]); }, errors);
@@ -316,14 +332,24 @@ void open_remotes(replicated_pool::impl &p, const header_check &check, const std
 			rr.compare = true;
 			p.mark_lost(rr.index, errors[i]);
 			// Its header cannot be marked possibly behind from here: until the healer
-			// reaches it (and marks it before the first byte moves), nothing on its
-			// host says it is behind. Say so where the operator looks.
+			// reaches it (and marks it before the first byte moves), only the master's
+			// record says it is behind. Say so where the operator looks.
+			if (err == ESTALE && !rr.unmarked) {
+				// Marked on its host: it says so itself.
+				client::log(1,
+				            "{}: going on without remote replica {} ({}): {}; the "
+				            "healer catches it up",
+				            path, rr.index, p.where(rr), msg);
+				continue;
+			}
+			rr.unmarked = true;
 			client::log(
 			    1,
 			    "{}: going on without remote replica {} ({}), unreachable at open "
 			    "({}): it is behind from the first persist and NOT marked so on its "
-			    "host until it is caught up; do not promote it meanwhile",
-			    path, rr.index, p.where(rr), msg);
+			    "host until it is caught up (the master's record {} says so); do not "
+			    "promote it meanwhile",
+			    path, rr.index, p.where(rr), msg, p.record->path());
 			continue;
 		}
 		throw rpmem::error(err, fmt::format("{}: cannot open remote replica {} ({}): {} "
@@ -331,9 +357,21 @@ void open_remotes(replicated_pool::impl &p, const header_check &check, const std
 		                                    "without it, then resync({}))",
 		                                    path, rr.index, p.where(rr), msg, rr.index));
 	}
+	// Before any write is acknowledged: a replica left behind unmarked is on record.
+	p.write_record();
 }
 
 } // namespace
+
+void replicated_pool::impl::write_record()
+{
+	std::lock_guard g(record_mu);
+	std::set<std::string> keys;
+	for (const auto &rr : remotes)
+		if (rr.unmarked)
+			keys.insert(pmdk::behind_record::key(ps.replicas[rr.index]));
+	record->write(keys);
+}
 
 replicated_pool replicated_pool::create(const std::string &poolset_path)
 {
@@ -355,6 +393,9 @@ replicated_pool replicated_pool::create(const std::string &poolset_path, const o
 	std::vector<std::string> created; // local part files: removed if create fails
 	try {
 		create_locals(*p, ring, poolset_path, created);
+		// A new pool: what a record beside an earlier one said is void.
+		p->record = std::make_unique<pmdk::behind_record>(p->ps);
+		p->write_record();
 		create_remotes(*p, ring, poolset_path);
 	} catch (...) {
 		p->master.reset();

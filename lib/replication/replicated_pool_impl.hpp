@@ -14,6 +14,7 @@
 #include "client/dirty_map.hpp"
 #include "client/remote_pool.hpp"
 #include "client/stats_export.hpp"
+#include "pmdk/behind_record.hpp"
 #include "pmdk/pool_header.hpp"
 #include "poolset/poolset.hpp"
 #include "replication/local_map.hpp"
@@ -90,6 +91,10 @@ struct remote_replica {
 	std::unique_ptr<client::dirty_map> dirty;
 	bool compare = false;
 	bool catching_up = false; // a catch-up works on it (the healer's or resync's)
+	// Unmarked on its host while it may lack acknowledged writes (unreachable at open, or
+	// listed in the master's behind_record): listed in that record until a catch-up completes
+	// (which marks its header before the first byte moves).
+	bool unmarked = false;
 	std::uint64_t moving = 0; // bytes of the catch-up's round in flight (state_mu)
 	/** What it lacks: what changed while it was lost, and the round being moved. */
 	std::uint64_t bytes_to_go() const { return (dirty ? dirty->bytes() : 0) + moving; }
@@ -143,6 +148,13 @@ struct replicated_pool::impl {
 	unsigned nlanes = 1; // lanes of every connected remote replica (the fewest granted)
 	std::unique_ptr<std::mutex[]> lane_mu{new std::mutex[lanes_per_replica]};
 	mutable std::mutex state_mu; // lost / error fields, for replicas() and callbacks
+	// The master's record of replicas behind but unmarked (behind_record.hpp): written at open
+	// and when a catch-up of an unmarked replica completes, under record_mu.
+	std::unique_ptr<pmdk::behind_record> record;
+	std::mutex record_mu;
+	/** Rewrites the record: the remote replicas still `unmarked`. Throws as
+	 *  behind_record::write. */
+	void write_record();
 	bool closed = false;
 
 	/** Makes `replication` from options::replication (the asynchronous mode starts its

@@ -319,6 +319,20 @@ void replicated_pool::impl::catch_up(remote_replica &r, const progress_fn &progr
 	count_lanes();
 	const bool all_back = mark_back(*this, r);
 	rounds.release();
+	if (r.unmarked) {
+		// Its header says "possibly behind" now (marked before the first byte moved):
+		// the master's record need not.
+		{
+			std::lock_guard g(record_mu);
+			r.unmarked = false;
+		}
+		try {
+			write_record();
+		} catch (const rpmem::error &e) {
+			// Listed still: the next open compares it once more, which costs time only.
+			client::log(1, "{}: {}", what, e.what());
+		}
+	}
 	client::log(1, "{}: in sync again ({} bytes moved in {} round(s))", what, rounds.moved(),
 	            rounds.rounds());
 	if (all_back)

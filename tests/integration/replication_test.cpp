@@ -1691,3 +1691,72 @@ TEST_CASE("replicated_pool, degrade: a gone replica whose neighbours were never 
 	CHECK(after == before);
 	CHECK_NOTHROW(replicated_pool::open(s.path(), s.options()).close());
 }
+
+TEST_CASE("replicated_pool, degrade: a replica unreachable at open is on the master's record, "
+          "refused as current by the next open until it is caught up",
+          "[replication][fault][resync]")
+{
+	// Its own header cannot be marked while it is unreachable: without the master's record,
+	// the next open took it as current, lacking what was written meanwhile, for good.
+	sshd server;
+	replicated_setup s(server, 1, {"8M"}, false, "8M");
+	{
+		auto p = replicated_pool::create(s.path(), s.options());
+		scribble(p, 91, 10);
+	}
+	const fs::path record = s.dir() / "master.part0.rpmem-behind";
+	CHECK_FALSE(fs::exists(record));
+	replicated_pool::options o;
+	o.on_failure = replicated_pool::failure_policy::degrade;
+	o.reconnect = false; // it stays away for the rest of this open
+	std::string written;
+	{
+		// Replica 1's pool held open elsewhere: unreachable for this open.
+		local_pool mem(8 << 20);
+		std::span<std::byte> memory(reinterpret_cast<std::byte *>(mem.data()), mem.size());
+		auto holder = rpmem::pool::open(s.node(0).target(), "remote.set", memory, 1,
+		                                connect_for(s.node(0)));
+		auto p = replicated_pool::open(s.path(), s.options(o));
+		CHECK(!p.replicas()[1].in_sync);
+		// On record before open returned, before any write was acknowledged.
+		REQUIRE(fs::exists(record));
+		INFO(slurp(record));
+		CHECK(slurp(record).find("REPLICA " + s.node(0).target() + " remote.set\n") !=
+		      std::string::npos);
+		scribble(p, 92, 10);
+		written = master_data(p);
+		p.close(); // clean, but the replica never came back: it lacks the writes
+		holder.close();
+	}
+	CHECK(s.remote_data(0, written.size() + K4) != written);
+	REQUIRE(fs::exists(record));
+	// failure_policy::fail: refused, the record named, not taken as current.
+	try {
+		replicated_pool::open(s.path(), s.options()).close();
+		FAIL("a replica the master's record lists as behind was opened as current");
+	} catch (const rpmem::error &e) {
+		INFO(e.what());
+		CHECK(e.errnum() == ESTALE);
+		CHECK(e.message().find(record.string()) != std::string::npos);
+	}
+	const std::string how = GENERATE("resync", "rpmem sync");
+	if (how == "resync") {
+		// degrade: caught up (compared), then off the record.
+		o.reconnect = true;
+		auto p = replicated_pool::open(s.path(), s.options(o));
+		p.resync(1); // or the healer, first: either compares it
+		CHECK(p.replicas()[1].in_sync);
+		CHECK_FALSE(fs::exists(record));
+		p.close();
+	} else {
+		// The operator's tool: it compares every replica and takes it off the record.
+		auto r = run(fmt::format("{} {}/bin/rpmem sync --progress none {}", s.env(server),
+		                         RPMEM_BINARY_DIR, s.path()));
+		INFO(r.output);
+		REQUIRE(r.status == 0);
+		CHECK_FALSE(fs::exists(record));
+	}
+	require_equal(written, s.remote_data(0, written.size() + K4),
+	              "replica 1 after the catch-up");
+	CHECK_NOTHROW(replicated_pool::open(s.path(), s.options()).close());
+}

@@ -11,6 +11,7 @@
 
 #include "client/remote_pool.hpp"
 #include "client/replica_sync.hpp"
+#include "pmdk/behind_record.hpp"
 #include "rpmem/error.hpp"
 
 #include <CLI/CLI.hpp>
@@ -399,6 +400,14 @@ int cmd_sync(const replicate_args &given)
 		to_move += res.to_move;
 		moved += res.moved;
 		add_json(j, ps, res);
+	}
+	if (a.from < 0 && !a.dry_run && result == exit_ok) {
+		// In line with the master now: off the master's record of replicas behind.
+		pmdk::behind_record record(ps);
+		auto listed = record.read();
+		for (auto r : which)
+			listed.erase(pmdk::behind_record::key(ps.replicas[r]));
+		record.write(listed);
 	}
 	if (a.json) {
 		j.end_array()

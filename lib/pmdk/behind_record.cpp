@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "pmdk/behind_record.hpp"
+
+#include "posix/file.hpp"
+#include "rpmem/error.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fmt/format.h>
+#include <fstream>
+#include <unistd.h>
+
+namespace rpmem::pmdk
+{
+
+namespace
+{
+
+constexpr const char *header =
+    "# rpmem: remote replicas of this pool that may lack acknowledged writes while their own\n"
+    "# headers do not say so (unreachable when a writer opened the pool under\n"
+    "# failure_policy::degrade). Opens take them as marked \"possibly behind\"; `rpmem sync` of\n"
+    "# the pool set brings them in line and removes this file. One per line: REPLICA target "
+    "set\n";
+
+} // namespace
+
+behind_record::behind_record(const poolset::poolset &ps)
+    : path_(ps.replicas.at(0).parts.at(0).path + ".rpmem-behind"), poolset_file_(ps.file)
+{
+}
+
+std::set<std::string> behind_record::read() const
+{
+	std::set<std::string> out;
+	if (::access(path_.c_str(), F_OK) != 0 && errno == ENOENT)
+		return out;
+	std::ifstream in(path_);
+	if (!in)
+		throw rpmem::error(
+		    EIO, fmt::format("{}: the record of remote replicas behind of {} "
+		                     "exists but cannot be read ({}): fix its "
+		                     "permissions, or run `rpmem sync {}`",
+		                     path_, poolset_file_, std::strerror(errno), poolset_file_));
+	for (std::string line; std::getline(in, line);) {
+		if (line.rfind("REPLICA ", 0) == 0)
+			out.insert(line.substr(8));
+	}
+	return out;
+}
+
+void behind_record::write(const std::set<std::string> &keys) const
+{
+	if (keys.empty()) {
+		if (::unlink(path_.c_str()) != 0) {
+			if (errno == ENOENT)
+				return;
+			throw rpmem::error(errno,
+			                   fmt::format("{}: cannot remove the record of "
+			                               "replicas behind of {}: {}",
+			                               path_, poolset_file_, std::strerror(errno)));
+		}
+		const auto slash = path_.rfind('/');
+		const int err = posix::sync_directory(
+		    slash == std::string::npos ? "." : path_.substr(0, slash));
+		if (err != 0)
+			throw rpmem::error(err,
+			                   fmt::format("{}: removed, but its directory cannot be "
+			                               "synced: {}",
+			                               path_, std::strerror(err)));
+		return;
+	}
+	std::string text = header;
+	for (const auto &k : keys)
+		text += "REPLICA " + k + "\n";
+	std::string why;
+	if (const int err = posix::replace_file_durably(path_, text, 0644, &why); err != 0)
+		throw rpmem::error(err, fmt::format("the record of replicas behind of {}: {} (the "
+		                                    "directory of the master's first part must be "
+		                                    "writable)",
+		                                    poolset_file_, why));
+}
+
+} // namespace rpmem::pmdk
