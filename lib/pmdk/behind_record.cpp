@@ -25,8 +25,23 @@ constexpr const char *header =
 
 } // namespace
 
+namespace
+{
+
+/** Beside the master's first part; beside the pool set file when that part is a device
+ *  (Device DAX: nothing may be created in /dev). */
+std::string record_path(const poolset::poolset &ps)
+{
+	const auto &part = ps.replicas.at(0).parts.at(0).path;
+	if (part.rfind("/dev/", 0) == 0 && part.rfind("/dev/shm/", 0) != 0)
+		return ps.file + ".rpmem-behind";
+	return part + ".rpmem-behind";
+}
+
+} // namespace
+
 behind_record::behind_record(const poolset::poolset &ps)
-    : path_(ps.replicas.at(0).parts.at(0).path + ".rpmem-behind"), poolset_file_(ps.file)
+    : path_(record_path(ps)), poolset_file_(ps.file)
 {
 }
 

@@ -22,7 +22,8 @@ public:
 	/** The record of the pool set whose master is `ps` (beside its first part). */
 	explicit behind_record(const poolset::poolset &ps);
 
-	/** Where it lives: "<master part 0>.rpmem-behind". */
+	/** Where it lives: "<master part 0>.rpmem-behind" ("<pool set file>.rpmem-behind" when
+	 *  that part is a device under /dev). */
 	const std::string &path() const { return path_; }
 	/** The key of a remote replica in it: "target descriptor", as the REPLICA line says. */
 	static std::string key(const poolset::replica &r) { return r.target + " " + r.descriptor; }
