@@ -10,7 +10,10 @@
 //    rpmem::pool: every record a drain or persist acknowledged, always (nothing reconnects
 //    it but the writer, which only goes on from there);
 //  * while the writer has its replicas open under continue/degrade, every one carries the
-//    "possibly behind" mark (so nothing takes one as current behind the writer's back);
+//    "possibly behind" mark (so nothing takes one as current behind the writer's back),
+//    but for replicated_pool's documented gap: a replica unreachable at open is marked only
+//    when the healer reaches it, so it is exempt until the writer has seen it in sync
+//    (writer::unmarked_by_gap; counted, and reported at the end);
 //  * no call takes longer than its bound (bound_ns(); docs/chaos.md says how it is measured).
 #pragma once
 
@@ -61,6 +64,7 @@ public:
 	std::uint64_t longest_ns = 0;
 	std::string longest_what;
 	std::uint64_t over_bound_throttled = 0; // calls over the bound behind a throttled link
+	std::uint64_t unmarked_by_gap = 0;      // rounds that found a replica unmarked by the gap
 
 private:
 	void reset();

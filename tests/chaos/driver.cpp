@@ -625,7 +625,9 @@ void chaos_run::probe_refusals(writer &w, std::uint64_t param, clock_type::time_
 	auto p = run_tool(
 	    {RPMEM_BINARY_DIR "/bin/rpmem", "promote", "--dry-run", w.replica_set(rep).string()},
 	    false, until, w.name() + "-probe-promote");
-	if (p.exited(0))
+	if (p.exited(0) && w.unmarked_by_gap(static_cast<std::size_t>(rep)))
+		outcome(fault::writer_kill, "promote accepted (unmarked: the documented gap)");
+	else if (p.exited(0))
 		fail(fmt::format("rpmem promote --dry-run accepted replica {} of {} ({}) marked "
 		                 "possibly behind, without --force:\n{}",
 		                 rep, w.name(), w.replica_set(rep).string(),
@@ -724,6 +726,13 @@ void chaos_run::task_kill(std::size_t wi, const event &e)
 	if (w.marks_replicas())
 		for (std::size_t r = 0; r < w.replicas(); ++r) {
 			const auto m = w.marked(r);
+			if (m && !*m && w.unmarked_by_gap(r)) {
+				note(fmt::format("writer {}: replica {} unmarked at the kill: "
+				                 "unreachable at open and not caught up since (the "
+				                 "documented gap)",
+				                 w.name(), r));
+				continue;
+			}
 			if (!m || !*m) {
 				fail(fmt::format(
 				    "writer {} was killed and its replica {} ({}) is {}: a "
@@ -813,7 +822,18 @@ void chaos_run::task_promote(std::size_t wi, int host)
 	auto p =
 	    run_tool({tool, "promote", set, "--output", out}, false, until, w.name() + "-promote");
 	const bool marked = w.marked(static_cast<std::size_t>(rep)).value_or(false);
-	if (p.exited(0)) {
+	// The documented gap (replicated_pool.hpp, rpmem(1)): a replica unreachable when the
+	// writer opened the set carries no mark of its own until the healer reaches it; only the
+	// master's record, lost with the master here, said it is behind. Promoting it is what the
+	// log line at open warns against; what it holds is still checked below.
+	const bool gap = !marked && w.unmarked_by_gap(static_cast<std::size_t>(rep));
+	if (p.exited(0) && gap) {
+		note(fmt::format("writer {}: rpmem promote {} accepted replica {} without --force: "
+		                 "unreachable when the writer opened the set, it was never marked "
+		                 "(the documented gap)",
+		                 w.name(), set, rep));
+		outcome(fault::promote, "promoted unmarked (the documented gap)");
+	} else if (p.exited(0)) {
 		fail(fmt::format(
 		    "rpmem promote {} (no --force) promoted a replica whose writer was "
 		    "killed ({}):\n{}",
@@ -827,14 +847,18 @@ void chaos_run::task_promote(std::size_t wi, int host)
 		return;
 	}
 	const bool refused_marked = p.output.find("--force") != std::string::npos;
-	outcome(fault::promote, refused_marked ? "refused without --force" : "refused (other)");
-	auto f = run_tool({tool, "promote", "--force", set, "--output", out}, false, until,
-	                  w.name() + "-promote-force");
+	if (!p.exited(0))
+		outcome(fault::promote,
+		        refused_marked ? "refused without --force" : "refused (other)");
+	auto f = p.exited(0) ? p
+	                     : run_tool({tool, "promote", "--force", set, "--output", out}, false,
+	                                until, w.name() + "-promote-force");
 	note(fmt::format("writer {}: rpmem promote {}: {} without --force{}, {} with it", w.name(),
 	                 set, p.describe(), refused_marked ? " (marked: refused)" : "",
 	                 f.describe()));
 	if (f.exited(0)) {
-		outcome(fault::promote, "promoted with --force");
+		if (!p.exited(0))
+			outcome(fault::promote, "promoted with --force");
 		auto c = run_bounded({RPMEM_BINARY_DIR "/bin/rpmem_pmemobj_log", "check-consistent",
 		                      out, w.history_file().string()},
 		                     w.environment(), run_dir_ / (w.name() + "-promoted-check.log"),
@@ -1204,14 +1228,16 @@ void chaos_run::report_summary()
 	for (std::size_t i = 0; i < cs_.size(); ++i)
 		std::printf("  %-4s %-52s %llu check rounds, %llu replica reads, %llu in-sync "
 		            "observations; longest call %.3f s (%s; bound %.3f s: %s); %llu calls "
-		            "over it behind a throttled link\n",
+		            "over it behind a throttled link; %llu rounds found a replica "
+		            "unmarked by the documented gap\n",
 		            wcfg_[i].name.c_str(), name(wcfg_[i].kind),
 		            static_cast<unsigned long long>(cs_[i]->rounds),
 		            static_cast<unsigned long long>(cs_[i]->replica_reads),
 		            static_cast<unsigned long long>(cs_[i]->in_sync_observations),
 		            double(cs_[i]->longest_ns) / 1e9, cs_[i]->longest_what.c_str(),
 		            double(cs_[i]->bound_ns()) / 1e9, cs_[i]->bound_text().c_str(),
-		            static_cast<unsigned long long>(cs_[i]->over_bound_throttled));
+		            static_cast<unsigned long long>(cs_[i]->over_bound_throttled),
+		            static_cast<unsigned long long>(cs_[i]->unmarked_by_gap));
 	std::printf("chaos: %llu tool runs, %llu refusal probes\n",
 	            static_cast<unsigned long long>(tool_runs_),
 	            static_cast<unsigned long long>(probes_));

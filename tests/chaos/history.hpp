@@ -121,6 +121,11 @@ struct history {
 	std::atomic<std::uint64_t> obs_ns;
 	std::atomic<std::uint64_t> state[max_replicas];
 	std::atomic<std::uint64_t> sessions; // rpmem::pool writers: sessions opened so far
+	// replicated_pool writers: 1 while remote replica r may lack the "possibly behind" mark by
+	// the documented gap (replicated_pool.hpp, rpmem(1)): unreachable when this process opened
+	// the set, it is marked only when the healer reaches it, before it is caught up. Set at
+	// open for each replica not connected then, cleared once the writer saw it in sync.
+	std::atomic<std::uint64_t> unmarked_at_open[max_replicas];
 };
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);

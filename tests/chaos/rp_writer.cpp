@@ -140,8 +140,12 @@ void monitor(replicated_pool &p, history &h, bool async)
 			h.obs_ns.store(monotonic_ns());
 			std::size_t j = 0;
 			for (const auto &r : p.replicas())
-				if (r.remote && j < max_replicas)
-					h.state[j++].store(static_cast<std::uint64_t>(state_of(r)));
+				if (r.remote && j < max_replicas) {
+					const auto s = state_of(r);
+					if (s == replica_state::in_sync)
+						h.unmarked_at_open[j].store(0);
+					h.state[j++].store(static_cast<std::uint64_t>(s));
+				}
 			h.obs_seq.fetch_add(1);
 			if (async && std::chrono::steady_clock::now() >= next_barrier) {
 				std::uint64_t covered[max_threads];
@@ -235,7 +239,9 @@ int run(bool create, const std::string &poolset, const std::string &hpath, unsig
 	std::vector<std::uint64_t> first(threads, 1);
 	h->replicas = 0;
 	for (const auto &r : p->replicas())
-		h->replicas += r.remote ? 1 : 0;
+		if (r.remote && h->replicas < max_replicas)
+			h->unmarked_at_open[h->replicas++].store(
+			    state_of(r) == replica_state::in_sync ? 0 : 1);
 	if (!create) {
 		// Recover: the master holds every acknowledged record; go on after its counter.
 		for (unsigned t = 0; t < threads; ++t) {

@@ -494,6 +494,12 @@ std::vector<writer::call_info> writer::calls() const
 	return out;
 }
 
+bool writer::unmarked_by_gap(std::size_t r) const
+{
+	const bool rp = c_.kind == writer_kind::rp_sync || c_.kind == writer_kind::rp_async;
+	return rp && h_ && r < max_replicas && h_->unmarked_at_open[r].load() != 0;
+}
+
 std::optional<bool> writer::marked(std::size_t r) const
 {
 	file_reader f(replica_part(static_cast<int>(r)));

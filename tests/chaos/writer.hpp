@@ -123,6 +123,10 @@ public:
 	/** Whether replica r's part header carries the "possibly behind" mark (nullopt: no
 	 *  readable header). */
 	std::optional<bool> marked(std::size_t r) const;
+	/** Whether replica r may be unmarked while open by replicated_pool's documented gap: it
+	 *  was unreachable when the running (or last killed) process opened the set, and that
+	 *  process has not seen it in sync since (history::unmarked_at_open). */
+	bool unmarked_by_gap(std::size_t r) const;
 
 	std::mutex mu; // held by a task that kills, restarts or regenerates it
 
