@@ -10,7 +10,8 @@
 # rpmemd is started over ssh by the tests, so the sanitizer options cannot travel in its
 # environment: RPMEM_TEST_DAEMON_ENV (tests/integration/replica_fixture.hpp) prefixes them to
 # its command line. Every instrumented process (test binaries, rpmemd, examples) writes its
-# reports to log_path files under $BUILD_DIR/sanitizer-logs/, and a report there fails the run
+# reports to log_path files under $BUILD_DIR/sanitizer-logs/ (named KIND.PROGRAM.PID, so a
+# report names the program that made it: rpmemd or a test binary), and a report there fails the run
 # even when the test that provoked it passed (rpmemd's exit status is not always observed).
 # Suppressions: tests/sanitizers/*.supp (third-party code only, each entry says why).
 set -euo pipefail
@@ -55,9 +56,9 @@ supp=$root/tests/sanitizers
 case "$kind" in
 asan)
   asan="halt_on_error=1:exitcode=86:detect_leaks=1:detect_stack_use_after_return=1"
-  asan+=":check_initialization_order=1:strict_init_order=1:log_path=$logs/asan"
+  asan+=":check_initialization_order=1:strict_init_order=1:log_path=$logs/asan:log_exe_name=1"
   asan+=":suppressions=$supp/asan.supp"
-  ubsan="halt_on_error=1:print_stacktrace=1:exitcode=87:log_path=$logs/ubsan"
+  ubsan="halt_on_error=1:print_stacktrace=1:exitcode=87:log_path=$logs/ubsan:log_exe_name=1"
   ubsan+=":suppressions=$supp/ubsan.supp"
   lsan="suppressions=$supp/lsan.supp:print_suppressions=0"
   export ASAN_OPTIONS=$asan UBSAN_OPTIONS=$ubsan LSAN_OPTIONS=$lsan
@@ -65,7 +66,7 @@ asan)
   ;;
 tsan)
   tsan="halt_on_error=1:exitcode=88:second_deadlock_stack=1:history_size=4"
-  tsan+=":log_path=$logs/tsan:suppressions=$supp/tsan.supp"
+  tsan+=":log_path=$logs/tsan:log_exe_name=1:suppressions=$supp/tsan.supp"
   export TSAN_OPTIONS=$tsan
   export RPMEM_TEST_DAEMON_ENV="TSAN_OPTIONS=$tsan"
   ;;
