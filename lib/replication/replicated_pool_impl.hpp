@@ -18,6 +18,7 @@
 #include "pmdk/pool_header.hpp"
 #include "poolset/poolset.hpp"
 #include "replication/local_map.hpp"
+#include "replication/writer_first_mutex.hpp"
 
 #include <fmt/format.h>
 
@@ -144,7 +145,9 @@ struct replicated_pool::impl {
 	std::vector<remote_replica> remotes;
 	// Remote operations: fan-outs hold it shared and their lane's mutex (a lane has one user
 	// at a time); resync, the replicator and close hold it exclusively.
-	std::shared_mutex remote_mu;
+	// Exclusive lockers first (writer_first_mutex.hpp): the writers' back-to-back calls must
+	// not keep a catch-up's last round, resync or close out.
+	replication::writer_first_mutex remote_mu;
 	unsigned nlanes = 1; // lanes of every connected remote replica (the fewest granted)
 	std::unique_ptr<std::mutex[]> lane_mu{new std::mutex[lanes_per_replica]};
 	mutable std::mutex state_mu; // lost / error fields, for replicas() and callbacks

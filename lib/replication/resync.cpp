@@ -281,7 +281,7 @@ private:
 
 	replicated_pool::impl &d_;
 	remote_replica &r_;
-	std::unique_lock<std::shared_mutex> held_;
+	std::unique_lock<replication::writer_first_mutex> held_;
 	std::vector<client::byte_span> taken_;
 	int rounds_ = 0;
 	std::uint64_t moved_ = 0, previous_ = 0;
