@@ -366,11 +366,14 @@ TEST_CASE("outage, continue: the writer killed at random points of an outage and
 	if (const char *n = std::getenv("RPMEM_TEST_OUTAGE_KILLS"))
 		rounds = std::max(1, std::atoi(n));
 	int in_outage = 0, in_catch_up = 0;
+	const int first = static_cast<int>(rng() % 2);
 	for (int i = 0; i < rounds; ++i) {
 		auto w = s.start({"RPMEM_RECONNECT_TIMEOUT=300", "RPMEM_RECONNECT_DELAY=20"});
 		s.wait_total(200 + rng() % 800, *w);
 		net.set_link(false);
-		const bool during_outage = rng() % 2;
+		// Alternating (from a random first), so every run kills in both; the points within
+		// each are random.
+		const bool during_outage = (i + first) % 2 == 0;
 		if (during_outage) {
 			// Killed while the replica is away (reconnecting, or lost and tracked).
 			std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 1500));
@@ -410,8 +413,10 @@ TEST_CASE("outage, continue: the writer killed at random points of an outage and
 	}
 	INFO(in_outage << " kills during the outage, " << in_catch_up
 	               << " after the link came back");
-	CHECK(in_outage > 0);
-	CHECK(in_catch_up > 0);
+	if (rounds > 1) {
+		CHECK(in_outage > 0);
+		CHECK(in_catch_up > 0);
+	}
 }
 
 TEST_CASE("outage, continue: the master lost while the replica is away, rpmem promote refuses "
