@@ -43,8 +43,10 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     -DCMAKE_C_FLAGS=-Wno-maybe-uninitialized >/dev/null ||
     { echo "sanitize.sh: configuring $build failed (see above)" >&2; exit 2; }
 fi
+built_from=$(date +%s)
 cmake --build "$build" -j"$(nproc)" ||
   { echo "sanitize.sh: building $build with -fsanitize=$sanitize failed (see above)" >&2; exit 2; }
+echo "sanitize.sh: $kind: build took $(($(date +%s) - built_from)) s"
 build=$(cd "$build" && pwd)
 
 logs=$build/sanitizer-logs
@@ -80,7 +82,8 @@ import json, os, sys
 pred = sys.argv[1]
 tests = json.load(sys.stdin)["tests"]
 picked = [str(i + 1) for i, t in enumerate(tests)
-          if eval(pred, {"exe": os.path.basename(t.get("command", [""])[0]), "re": __import__("re")})]
+          if eval(pred, {"exe": os.path.basename(t.get("command", [""])[0]),
+                         "cmd": " ".join(t.get("command", [""])), "re": __import__("re")})]
 print(",".join(picked))
 ' "$1"
 }
@@ -120,12 +123,16 @@ foreign_re=${SANITIZE_FOREIGN:-integration_stock_tools|integration_tool|pkgconfi
 # The package tests only run CPack and dpkg-deb, and CPack hangs (futex wait in its archive
 # threads) with a sanitizer runtime preloaded: they run in the normal build only.
 skip_re='exports.*\.sh|integration_package'
+# Checks of the sources and docs that run none of the project's programs (clang-format, man,
+# compiling README snippets, listing documented keys, test names): nothing to instrument, and
+# the normal build runs them.
+static_re='.*(format\.sh|man -l|readme_cpp\.py|env_keys\.py|test_names\.py).*'
 case "$kind" in
 asan)
   # Programs built by the project run instrumented as they are. Foreign programs need the ASan
   # runtime (and libstdc++, whose __cxa_throw it intercepts) preloaded; leak checking is off
   # there because those programs' own allocations are not ours to judge.
-  own=$(select_tests "not re.fullmatch(r'$foreign_re|$skip_re', exe)")
+  own=$(select_tests "not re.fullmatch(r'$foreign_re|$skip_re', exe) and not re.fullmatch(r'$static_re', cmd)")
   foreign=$(select_tests "re.fullmatch(r'$foreign_re', exe) is not None")
   run_ctest "tests of instrumented programs" "$own"
   if [ -n "$foreign" ]; then
@@ -141,7 +148,7 @@ tsan)
   # minutes of faults whose threads are libpmemobj's; resilient_pool's own threads run under
   # TSan in integration_capi, whose pools all go through it).
   exclude=${TSAN_EXCLUDE:-integration_ssh|abi_header_test|integration_package|integration_outage|$foreign_re|.*\.sh}
-  run_ctest "multi-threaded tests" "$(select_tests "not re.fullmatch(r'$exclude', exe)")"
+  run_ctest "multi-threaded tests" "$(select_tests "not re.fullmatch(r'$exclude', exe) and not re.fullmatch(r'$static_re', cmd)")"
   ;;
 esac
 

@@ -4,8 +4,12 @@
 # extra arguments go to ctest (e.g. -L unit, -R fabric).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+from=$(date +%s)
 scripts/install-deps.sh
+echo "test.sh: installing dependencies took $(($(date +%s) - from)) s"
+from=$(date +%s)
 scripts/build.sh
+echo "test.sh: build took $(($(date +%s) - from)) s"
 build=${BUILD_DIR:-build}
 # Two test processes per core: most tests wait on sockets, not the CPU.
 jobs=$(( $(nproc) * 2 ))
