@@ -19,8 +19,9 @@ inline constexpr std::uint32_t frame_magic = 0x4d505052; // "RPPM" read little-e
 inline constexpr std::uint16_t proto_major = 1;
 /** 1.1: persist_method::commit (rpmemd offers it only to a client that announced 1.1).
  *  1.2: checksum requests (block checksums of the pool, for delta resync).
- *  1.3: create_done (the client's create returned; rpmemd keeps the pool from then on). */
-inline constexpr std::uint16_t proto_minor = 3;
+ *  1.3: create_done (the client's create returned; rpmemd keeps the pool from then on).
+ *  1.4: status damaged (rpmemd answers it only to a request that announced 1.4). */
+inline constexpr std::uint16_t proto_minor = 4;
 inline constexpr std::size_t header_size = 12;
 /** No message may be larger than this (header included): no unbounded allocation. */
 inline constexpr std::size_t max_message_size = 64 * 1024;
@@ -61,8 +62,14 @@ enum class status : std::uint32_t {
 	noaccess = 12,
 	pool_cfg = 13,
 	unsupported = 14, // ours, since 1.2: this rpmemd does not serve the request (ENOTSUP)
+	/** Ours, since 1.4: the pool set is there and rpmemd answers, but the pool on disk is
+	 *  damaged (a part's header is invalid, a part is shorter than the pool set declares,
+	 *  an ADR failure): re-creating it from a sound copy repairs it. EINVAL, as PMDK's
+	 *  pool_cfg for the same pool; an older client is sent pool_cfg. */
+	damaged = 15,
 };
-inline constexpr std::uint32_t status_count = 15;
+inline constexpr std::uint32_t status_count = 16;
+inline constexpr std::uint16_t damaged_since_minor = 4;
 
 /** errno PMDK's librpmem maps the status to (EPROTONOSUPPORT, EINVAL, EFBIG, ...). */
 int status_errno(status s) noexcept;

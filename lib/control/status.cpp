@@ -34,6 +34,7 @@ constexpr status_info status_table[status_count] = {
     {EACCES, "Pool set permission denied"},
     {EINVAL, "Invalid pool set configuration"},
     {ENOTSUP, "Operation not supported by rpmemd"},
+    {EINVAL, "Pool set damaged"},
 };
 
 } // namespace

@@ -249,7 +249,7 @@ TEST_CASE("golden bytes: hello", "[control][codec]")
 	m.message = "x";
 	const bytes expected = {
 	    0x52, 0x50, 0x50, 0x4d, 0x01, 0x00, 0x00, 0x00, 0x22, 0x00, 0x00, 0x00, // header
-	    0x01, 0x00, 0x03, 0x00,                  // major 1, minor 3
+	    0x01, 0x00, 0x04, 0x00,                  // major 1, minor 4
 	    0x06, 0x00, 0x00, 0x00,                  // status fatal
 	    0x0d, 0x00, 0x00, 0x00,                  // err
 	    0x05, 0x00, '0',  '.',  '1',  '.',  '0', // daemon_version
@@ -496,6 +496,7 @@ TEST_CASE("status errno and text match PMDK's table", "[control][status]")
 	    {EACCES, "Pool set permission denied"},
 	    {EINVAL, "Invalid pool set configuration"},
 	    {ENOTSUP, "Operation not supported by rpmemd"}, // ours, since protocol 1.2
+	    {EINVAL, "Pool set damaged"},                   // ours, since protocol 1.4
 	};
 	for (std::uint32_t v = 0; v < status_count; ++v) {
 		INFO("status " << v);
@@ -506,6 +507,22 @@ TEST_CASE("status errno and text match PMDK's table", "[control][status]")
 	CHECK(status_errno(status::pool_cfg) == EINVAL);
 	CHECK(status_errno(static_cast<status>(status_count)) == EPROTO);
 	CHECK(std::string(status_text(static_cast<status>(status_count))) == "Unknown status");
+}
+
+TEST_CASE("status damaged (since 1.4) travels in an open_resp, and no value past it does",
+          "[control][status]")
+{
+	pool_response r;
+	r.st = status::damaged;
+	r.err = EINVAL;
+	r.message = "pool p.set: invalid header in part /pmem/p.part: invalid pool header checksum";
+	const bytes body = body_of(encode(r, msg_type::open_resp));
+	CHECK(decode_pool_response(body, msg_type::open_resp) == r);
+	CHECK(static_cast<std::uint32_t>(status::damaged) + 1 == status_count);
+	bytes past = body;
+	patch(past, 0, status_count, 4);
+	require_proto_error([&] { decode_pool_response(past, msg_type::open_resp); },
+	                    {"status", std::to_string(status_count)});
 }
 
 TEST_CASE("pool_attr::is_zero", "[control][status]")
