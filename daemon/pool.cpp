@@ -119,12 +119,11 @@ void pool::load_headers()
 	std::vector<pool_hdr> hdrs;
 	for (unsigned p = 0; p < nhdrs_; ++p)
 		hdrs.push_back(window(p).hdr());
+	// The pool set is right, the pool on disk is not: damaged, for the client to re-create.
 	auto refuse = [&](unsigned p, const std::string &wrong) {
-		fail(status::pool_cfg, EINVAL,
-		     fmt::format(
-		         "pool {}: invalid header in part {}: {}; restore the part or remove "
-		         "and re-create the pool",
-		         descriptor_, parts_[p].path, wrong));
+		fail(status::damaged, EINVAL,
+		     fmt::format("pool {}: invalid header in part {}: {}; {}", descriptor_,
+		                 parts_[p].path, wrong, damaged_remedy));
 	};
 	// Each header on its own first, so a wiped part is named as such, not as a bad link.
 	for (unsigned p = 0; p < nhdrs_; ++p)
@@ -150,15 +149,14 @@ void pool::check_unsafe_shutdown(const pool_hdr &first)
 	case shutdown_verdict::consistent:
 		return;
 	case shutdown_verdict::adr_failure:
-		fail(status::pool_cfg, EINVAL,
+		fail(status::damaged, EINVAL,
 		     fmt::format(
 		         "pool {}: an ADR failure was detected, the pool might be corrupted: "
 		         "it was open (its shutdown state in {} is dirty) when the devices "
 		         "under it lost power unsafely (their unsafe shutdown count is {}, "
-		         "the pool recorded {}); rebuild this replica from a healthy one "
-		         "('pmempool sync' on the master's pool set does, as PMDK's rpmemd "
-		         "refuses it too)",
-		         descriptor_, parts_[0].path, now.usc, load_le(first.sds.usc)));
+		         "the pool recorded {}); PMDK's rpmemd refused it too: {}",
+		         descriptor_, parts_[0].path, now.usc, load_le(first.sds.usc),
+		         damaged_remedy));
 	case shutdown_verdict::reinit: {
 		auto w = window(0);
 		reset_shutdown_state(w.hdr(), now);

@@ -202,6 +202,9 @@ part_set acquire_parts(const layout &l, std::string_view descriptor, bool create
 		              : part_set::open(l.parts, l.nhdrs(), rules);
 	} catch (const store_error &) {
 		throw;
+	} catch (const rpmem::pmdk::part_truncated &e) {
+		fail(status::damaged, e.errnum(),
+		     fmt::format("{}; {}", e.message(), damaged_remedy));
 	} catch (const rpmem::error &e) {
 		fail_parts(e);
 	}

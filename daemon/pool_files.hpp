@@ -21,6 +21,12 @@ namespace rpmemd::store_detail
 using rpmem::control::pool_attr;
 using rpmem::control::status;
 
+/** What to do about a pool that is damaged (status damaged): the pool set is right, the
+ *  files are not, and the master holds what the replica should. */
+inline constexpr std::string_view damaged_remedy =
+    "restore the part, or re-create the replica from a sound copy (rpmem check --repair, "
+    "rpmem sync or pmempool sync on the master's pool set)";
+
 /** rpmemd.c rpmemd_db_get_status: how PMDK reports a failed system call to the client. */
 status status_of_errno(int e) noexcept;
 
@@ -75,7 +81,8 @@ part_rules rules_for(std::string_view descriptor, const sysfs &sys);
  *  (a part locked elsewhere: busy). */
 [[noreturn]] void fail_parts(const rpmem::error &e);
 
-/** Opens (create: creates) and locks every part; on failure removes what it created. */
+/** Opens (create: creates) and locks every part; on failure removes what it created. A part
+ *  of an existing pool shorter than declared is status damaged. */
 part_set acquire_parts(const layout &l, std::string_view descriptor, bool create, const sysfs &sys);
 
 } // namespace rpmemd::store_detail

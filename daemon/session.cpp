@@ -310,7 +310,8 @@ private:
 			log_err("{}: {} {}: {}", peer_, create ? "create" : "open", req.descriptor,
 			        e.message());
 			teardown(true);
-			reply_error(resp_type, e.status(), e.errnum(), e.message());
+			reply_error(resp_type, status_for(req, e.status()), e.errnum(),
+			            e.message());
 			return exit_ok;
 		} catch (const rpmem::error &e) {
 			log_err("{}: {} {}: {}", peer_, create ? "create" : "open", req.descriptor,
@@ -382,6 +383,15 @@ private:
 		// queues, domain and the provider's threads: milliseconds with sockets) go after.
 		ctl::send(io_, ctl::encode(resp, ctl::msg_type::close_resp));
 		return exit_ok;
+	}
+
+	/** A status the client knows: before 1.4 a damaged pool was pool_cfg (and an unknown
+	 *  status would break the client's decoder). */
+	static ctl::status status_for(const ctl::pool_request &req, ctl::status st)
+	{
+		if (st == ctl::status::damaged && req.minor < ctl::damaged_since_minor)
+			return ctl::status::pool_cfg;
+		return st;
 	}
 
 	void reply_error(ctl::msg_type type, ctl::status st, int err, const std::string &message)

@@ -154,11 +154,18 @@ std::optional<dax_device> kind_of(const part_file &f, const struct stat &st, con
 	return dax;
 }
 
-/** The part's size against the declared one, by the caller's rule. */
+/** The part's size against the declared one, by the caller's rule. A part of a pool that
+ *  exists (`in_pool`) shorter than rpmemd's exact rule wants lost bytes: part_truncated. */
 void check_size(const part_file &f, std::uint64_t actual, bool dax, unsigned line,
-                const part_rules &r)
+                const part_rules &r, bool in_pool)
 {
 	using enum part_rules::size_rule;
+	if (r.sizes == exact && in_pool && actual < f.size && !dax)
+		throw part_truncated(
+		    EINVAL, fmt::format("{} is {} bytes, shorter than the {} the pool set declares "
+		                        "(line {}): the file was truncated, or the pool set "
+		                        "declares more than it holds",
+		                        r.name(f.path), actual, f.size, line));
 	if (r.sizes == exact && actual != f.size)
 		throw rpmem::error(
 		    EINVAL,
@@ -188,7 +195,7 @@ part_file open_existing(const std::string &path, std::uint64_t size, unsigned li
 	lock_or_throw(f.fd.get(), r.name(path), r.in_use_remedy);
 	f.file_size = dax ? dax->size : static_cast<std::uint64_t>(st.st_size);
 	if (check_declared_size)
-		check_size(f, f.file_size, dax.has_value(), line, r);
+		check_size(f, f.file_size, dax.has_value(), line, r, true);
 	f.dax_alignment = dax ? dax->alignment : 0;
 	return f;
 }
@@ -217,7 +224,7 @@ void adopt_or_throw(const part_file &f, unsigned line, const part_rules &r)
 	if (!f.dax_alignment && actual == 0)
 		return;
 	if (r.sizes == part_rules::size_rule::exact) // rpmemd: another size is declared wrongly
-		check_size(f, actual, f.dax_alignment != 0, line, r);
+		check_size(f, actual, f.dax_alignment != 0, line, r, false);
 	const auto head = read_head(f);
 	const bool zero = std::all_of(head.begin(), head.end(), [](auto b) { return b == 0; });
 	if (actual >= f.size && zero)

@@ -10,6 +10,7 @@
 #include "pmdk/device_dax.hpp"
 #include "pmdk/pool_header.hpp"
 #include "posix/file.hpp"
+#include "rpmem/error.hpp"
 
 #include <array>
 #include <cstdint>
@@ -32,6 +33,15 @@ int try_lock(int fd) noexcept;
 /** Locks fd or throws rpmem::error: EBUSY "<what> is in use<holder>: <remedy>", or the
  *  system's reason. */
 void lock_or_throw(int fd, const std::string &what, std::string_view remedy);
+
+/** A part file shorter than the pool set declares (EINVAL): bytes of the pool are missing,
+ *  so the pool is damaged (the file was truncated), not merely configured otherwise. The
+ *  callers that tell the two apart catch this type (rpmemd: status damaged). */
+class part_truncated : public rpmem::error
+{
+public:
+	using rpmem::error::error;
+};
 
 /** One part file of a pool, open; the descriptor holds the part's flock once locked. */
 struct part_file {
@@ -65,7 +75,8 @@ struct part_rules {
 };
 
 /** Opens existing part `path` (declared `size` bytes, on pool set line `line`), checks what
- *  it is and its size, and locks it. Throws rpmem::error naming the part. */
+ *  it is and its size, and locks it. Throws rpmem::error naming the part; part_truncated
+ *  for a file shorter than declared under the exact rule (rpmemd's). */
 part_file open_part(const std::string &path, std::uint64_t size, unsigned line,
                     const part_rules &rules);
 

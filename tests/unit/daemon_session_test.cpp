@@ -180,9 +180,11 @@ struct session_fixture {
 		ctl::send(*client, ctl::encode(r, ctl::msg_type::create));
 		return ctl::decode<ctl::pool_response>(ctl::receive(*client, reply_timeout));
 	}
-	ctl::pool_response open()
+	ctl::pool_response open(std::uint16_t minor = ctl::proto_minor)
 	{
-		ctl::send(*client, ctl::encode(request(), ctl::msg_type::open));
+		auto r = request();
+		r.minor = minor;
+		ctl::send(*client, ctl::encode(r, ctl::msg_type::open));
 		return ctl::decode<ctl::pool_response>(ctl::receive(*client, reply_timeout));
 	}
 	/** What a client of 1.3 sends when its create returns (no answer). */
@@ -306,6 +308,37 @@ TEST_CASE("session: open returns the attributes create stored", "[session]")
 	CHECK(resp.attr.poolset_uuid == session_fixture::attr().poolset_uuid);
 	CHECK(f.close().st == ctl::status::success);
 	CHECK(f.wait_exit() == rpmemd::exit_ok);
+}
+
+TEST_CASE("session: a damaged pool is refused as damaged to a client of 1.4, as pool_cfg before",
+          "[session]")
+{
+	// The status lets a client tell a replica that answers but must be re-created from one it
+	// cannot reach; a client older than 1.4 does not know it (its decoder refuses unknown
+	// statuses) and gets what rpmemd sent before.
+	session_fixture f;
+	f.start();
+	REQUIRE(f.create().st == ctl::status::success);
+	REQUIRE(f.close().st == ctl::status::success);
+	REQUIRE(f.wait_exit() == rpmemd::exit_ok);
+	{
+		std::fstream part(f.part(), std::ios::in | std::ios::out | std::ios::binary);
+		part.seekp(200);
+		part.put('x'); // inside the checksummed part of the header
+	}
+	for (std::uint16_t minor :
+	     {ctl::proto_minor, std::uint16_t(ctl::damaged_since_minor - 1)}) {
+		INFO("a client of 1." << minor);
+		f.new_connection();
+		f.start();
+		auto resp = f.open(minor);
+		CHECK(resp.st == (minor >= ctl::damaged_since_minor ? ctl::status::damaged
+		                                                    : ctl::status::pool_cfg));
+		CHECK(resp.err == EINVAL);
+		CHECK_THAT(resp.message, Catch::Contains(f.part().string()) &&
+		                             Catch::Contains("invalid pool header checksum"));
+		CHECK(f.wait_exit() == rpmemd::exit_ok);
+	}
 }
 
 TEST_CASE("session: a second create in one session is refused, the first pool undisturbed",

@@ -528,8 +528,9 @@ TEST_CASE("damaged headers are refused with the part and the reason", "[store]")
 	{
 		poke(part1, 30, 0x5a);
 		auto msg = message_of([&] { t.store.open("pool.set", 0); });
-		CHECK(status_of([&] { t.store.open("pool.set", 0); }) == status::pool_cfg);
-		CHECK_THAT(msg, Catch::Contains(part1) && Catch::Contains("checksum"));
+		CHECK(status_of([&] { t.store.open("pool.set", 0); }) == status::damaged);
+		CHECK_THAT(msg, Catch::Contains(part1) && Catch::Contains("checksum") &&
+		                    Catch::Contains("rpmem check --repair"));
 	}
 	SECTION("past 2 KiB with CKSUM_2K: outside the checksum, as in PMDK")
 	{
@@ -541,7 +542,7 @@ TEST_CASE("damaged headers are refused with the part and the reason", "[store]")
 		a.incompat_features = 0;
 		t.store.open("pool.set", 0)->set_attr(a);
 		poke(part1, 3000, 0x5a);
-		CHECK(status_of([&] { t.store.open("pool.set", 0); }) == status::pool_cfg);
+		CHECK(status_of([&] { t.store.open("pool.set", 0); }) == status::damaged);
 	}
 	SECTION("a zeroed header")
 	{
@@ -549,6 +550,7 @@ TEST_CASE("damaged headers are refused with the part and the reason", "[store]")
 		    .write(std::string(4096, '\0').data(), 4096);
 		CHECK_THAT(message_of([&] { t.store.open("pool.set", 0); }),
 		           Catch::Contains("all zeros"));
+		CHECK(status_of([&] { t.store.open("pool.set", 0); }) == status::damaged);
 	}
 	SECTION("parts reordered")
 	{
@@ -559,6 +561,34 @@ TEST_CASE("damaged headers are refused with the part and the reason", "[store]")
 		    << t.part("three.set", 2) << "\n2M " << t.part("three.set", 1) << "\n";
 		CHECK_THAT(message_of([&] { t.store.open("swapped.set", 0); }),
 		           Catch::Contains("part links"));
+		CHECK(status_of([&] { t.store.open("swapped.set", 0); }) == status::damaged);
+	}
+}
+
+TEST_CASE("a part shorter than its pool set declares is damaged, a longer one declared wrongly",
+          "[store]")
+{
+	tmp_store t;
+	t.write_set("pool.set", {2 * MiB, 4 * MiB});
+	t.store.create("pool.set", obj_attr(), 0).reset();
+	const std::string part1 = t.part("pool.set", 1);
+	SECTION("truncated: bytes of the pool are gone")
+	{
+		fs::resize_file(part1, 3 * MiB);
+		auto msg = message_of([&] { t.store.open("pool.set", 0); });
+		CHECK(status_of([&] { t.store.open("pool.set", 0); }) == status::damaged);
+		CHECK_THAT(msg,
+		           Catch::Contains(part1) &&
+		               Catch::Contains("is 3145728 bytes, shorter than the 4194304 the "
+		                               "pool set declares (line 3)") &&
+		               Catch::Contains("rpmem check --repair"));
+	}
+	SECTION("larger: the pool set says less than the part holds")
+	{
+		fs::resize_file(part1, 5 * MiB);
+		auto msg = message_of([&] { t.store.open("pool.set", 0); });
+		CHECK(status_of([&] { t.store.open("pool.set", 0); }) == status::pool_cfg);
+		CHECK_THAT(msg, Catch::Contains(part1) && Catch::Contains("declare its size"));
 	}
 }
 
@@ -601,7 +631,7 @@ TEST_CASE("an ADR failure in the shutdown state refuses the open, as PMDK's rpme
 		record_shutdown_state(part0, 5, true);
 		auto msg = message_of([&] { t.store.open("pool.set", 0); });
 		CHECK_THAT(msg, Catch::Contains("ADR failure") && Catch::Contains("pool.set"));
-		CHECK(status_of([&] { t.store.open("pool.set", 0); }) == status::pool_cfg);
+		CHECK(status_of([&] { t.store.open("pool.set", 0); }) == status::damaged);
 	}
 	SECTION("clean with another count, or dirty with the same: reinitialised, opened")
 	{
