@@ -180,7 +180,7 @@ ctl::pool_response control_session::request_pool(const ctl::pool_request &req, b
 		fail_transport(e, resp_type);
 	}
 	if (resp.st != ctl::status::success)
-		throw rpmem::error(ctl::status_errno(resp.st),
+		throw pool_refused(resp.st,
 		                   fmt::format("{}: {}: {} of pool set '{}' failed{}{}",
 		                               ctl::status_text(resp.st), host_,
 		                               create ? "create" : "open", req.descriptor,

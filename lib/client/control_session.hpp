@@ -55,6 +55,25 @@ private:
 	std::string how_;
 };
 
+/**
+ * rpmemd answered a create or open with a refusal: its status (PMDK's, and ours) for callers
+ * that act on the reason, not the words. errnum() is the status's errno (PMDK's mapping).
+ * rpmem check and sync tell a damaged replica (status damaged: rpmemd answers, the pool on
+ * disk is not sound) from one they cannot reach or may not open.
+ */
+class pool_refused : public rpmem::error
+{
+public:
+	pool_refused(control::status st, const std::string &message)
+	    : rpmem::error(control::status_errno(st), message), status_(st)
+	{
+	}
+	control::status status() const noexcept { return status_; }
+
+private:
+	control::status status_;
+};
+
 class control_session
 {
 public:
@@ -66,7 +85,7 @@ public:
 	control_session(const control_session &) = delete;
 	control_session &operator=(const control_session &) = delete;
 
-	/** create or open; a failure status becomes an rpmem::error with PMDK's errno. */
+	/** create or open; a failure status becomes a pool_refused with PMDK's errno. */
 	control::pool_response request_pool(const control::pool_request &req, bool create);
 	/**
 	 * Tells rpmemd (protocol 1.3 or later; nothing to an older one) that the create it

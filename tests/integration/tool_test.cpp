@@ -828,6 +828,78 @@ TEST_CASE("rpmem check: a whole set is consistent, damaged part headers and misl
 	}
 }
 
+TEST_CASE("rpmem check: a remote replica rpmemd answers for but finds damaged is inconsistent, "
+          "named with its host, part and cause, and --repair and sync re-create it byte for byte",
+          "[tool][check]")
+{
+	// Not "not checked" (exit 2, kept for a replica that cannot be reached: the test above):
+	// rpmemd answers with the status damaged, naming the part and the check that failed.
+	sshd server;
+	setup s(server);
+	const std::string set = s.poolset().string();
+	require_status(s.obj("create", s.poolset()), 0, "06-pmemobj-replica create");
+	const std::string replica1 = "replica 1 (" + s.target() + " remote.set)";
+	const fs::path part = s.remote_part();
+	require_status(s.rpmem("check " + set), 0, "rpmem check of the healthy set");
+
+	// A flipped byte in the part's header (its checksum fails), or a truncated part; each
+	// repaired by check --repair, and one by sync.
+	const auto [header, by_check] =
+	    GENERATE(table<bool, bool>({{true, true}, {false, true}, {false, false}}));
+	INFO((header ? "a flipped header byte" : "a truncated part")
+	     << ", repaired by " << (by_check ? "check --repair" : "sync"));
+	std::string cause;
+	if (header) {
+		const std::string head = read_at(part, 0, 4096);
+		overwrite(part, 200, std::string(1, static_cast<char>(head[200] ^ 0x01)));
+		cause = "invalid pool header checksum";
+	} else {
+		fs::resize_file(part, 40u << 20);
+		cause = "is 41943040 bytes, shorter than the 83886080 the pool set declares";
+	}
+	const std::string damaged = slurp(part);
+	auto bad = s.rpmem("check " + set);
+	require_status(bad, 1, "rpmem check of a damaged replica");
+	CHECK(has(bad, replica1 + ": damaged: "));
+	CHECK(has(bad, "127.0.0.1")); // the host
+	CHECK(has(bad, part.string()));
+	CHECK(has(bad, cause));
+	CHECK(has(bad, "rpmem check --repair")); // rpmemd's words: what to do
+	CHECK(!has(bad, "not checked"));
+	auto bad_js = s.rpmem("check --json " + set);
+	require_status(bad_js, 1, "rpmem check --json of a damaged replica");
+	CHECK(json_fields(bad_js, "d['exit_status'], d['replicas'][1]['status'], "
+	                          "'" +
+	                              cause + "' in d['replicas'][1]['problems'][0]") ==
+	      "1 inconsistent True\n");
+	CHECK(slurp(part) == damaged); // check alone wrote nothing
+
+	if (by_check) {
+		auto fixed = s.rpmem("check --repair " + set);
+		require_status(fixed, 0, "rpmem check --repair of a damaged replica");
+		CHECK(has(fixed,
+		          replica1 + ": repaired: its damaged parts removed, re-created and "));
+		CHECK(has(fixed, "(it was damaged: "));
+		CHECK(has(fixed, cause));
+	} else {
+		auto dry = s.rpmem("sync --dry-run " + set);
+		require_status(dry, 0, "rpmem sync --dry-run of a damaged replica");
+		CHECK(has(dry, replica1 + ": damaged ("));
+		CHECK(has(dry, "would remove its parts, re-create it and copy"));
+		CHECK(slurp(part) == damaged);
+		auto synced = s.rpmem("sync --json " + set);
+		require_status(synced, 0, "rpmem sync of a damaged replica");
+		CHECK(json_fields(synced,
+		                  "d['replicas'][0]['status'], d['replicas'][0]['created'], "
+		                  "d['replicas'][0]['was_damaged'], "
+		                  "d['replicas'][0]['method']") == "synchronized True True full\n");
+	}
+	CHECK(fs::file_size(part) == (80u << 20));
+	CHECK(pool_data(part) == pool_data(s.local_part()));
+	require_status(s.rpmem("check " + set), 0, "rpmem check after the repair");
+	require_status(s.obj("verify", s.poolset()), 0, "libpmemobj opens the repaired set");
+}
+
 TEST_CASE("rpmem status lists the pools rpmemd serves on this host while it serves them",
           "[tool][status]")
 {

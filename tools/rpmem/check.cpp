@@ -3,14 +3,19 @@
 // remote replicas (which pmempool check refuses): for each local replica, every part is there,
 // as large as the pool set says, with a sound header tied into the set (checksum, pool set
 // UUID, part links, shared fields) and no unfinished rebuild; for each remote replica, rpmemd
-// opens it, it is as large as the master and its attributes link it into the replica ring.
+// opens it (a replica it refuses as damaged is inconsistent; one that cannot be reached is
+// not checked), it is as large as the master and its attributes link it into the replica
+// ring.
 // The data itself is compared by `rpmem verify`.
 //
 // --repair fixes what can be fixed without judgement, from copies known good:
 //  - a part header (not part 0's) that is damaged while part 0's and its neighbours' are sound:
 //    written anew from part 0's fields and the UUID both neighbours link to;
 //  - a remote replica that is missing, mislinked or marked possibly behind, when the master is
-//    sound: brought in line as `rpmem sync` does (only the differing blocks move).
+//    sound: brought in line as `rpmem sync` does (only the differing blocks move);
+//  - a remote replica rpmemd refuses as damaged (control status `damaged`: a part's header
+//    is invalid, a part is shorter than its pool set declares, an ADR failure), when the
+//    master is sound: its parts removed, re-created and the master copied whole.
 // Anything else is reported with what to do; nothing is written without --repair.
 #include "replicas.hpp"
 #include "tool.hpp"
@@ -251,6 +256,7 @@ replica_report check_remote(const poolset::poolset &ps, const master &m, ring &r
 	rep.replica = r;
 	rep.remote = true;
 	const auto &where = ps.replicas[r];
+	std::string damage; // rpmemd's words for a replica it refused as damaged
 	try {
 		scratch buf(m.size());
 		unsigned lanes = 1;
@@ -288,17 +294,25 @@ replica_report check_remote(const poolset::poolset &ps, const master &m, ring &r
 			    size_text(m.size()), e.message()));
 			return rep; // not repaired: removing a replica is the operator's call
 		}
-		if (e.errnum() != ENOENT) {
+		if (damaged_replica(e)) {
+			// rpmemd answers and names the part and the check it failed: a finding,
+			// not a replica that could not be looked at.
+			damage = e.message();
+			rep.problems.push_back("damaged: " + damage); // rpmemd says what to do
+		} else if (e.errnum() != ENOENT) {
 			rep.error = rpmem::describe(e);
 			return rep;
+		} else {
+			rep.problems.push_back(fmt::format("missing ({})", e.message()));
 		}
-		rep.problems.push_back(fmt::format("missing ({})", e.message()));
 	}
 	const bool fixable = rep.pool_size == 0 || rep.pool_size >= m.size();
 	if (rep.problems.empty() || !repair || !fixable)
 		return rep;
 	try {
-		rep.repairs.push_back(resync_replica(ps, m, ring, r));
+		const auto did = resync_replica(ps, m, ring, r);
+		rep.repairs.push_back(
+		    damage.empty() ? did : fmt::format("{} (it was damaged: {})", did, damage));
 		rep.problems.clear();
 	} catch (const std::exception &e) {
 		rep.problems.push_back(fmt::format("not repaired: {}", e.what()));
@@ -484,8 +498,9 @@ command_run add_check(CLI::App &app)
 	    ->required()
 	    ->check(CLI::ExistingFile);
 	cmd->add_flag("--repair", a->repair,
-	              "rebuild damaged part headers from sound ones and bring mislinked, "
-	              "missing or behind remote replicas in line with a sound master");
+	              "rebuild damaged part headers from sound ones, bring mislinked, "
+	              "missing or behind remote replicas in line with a sound master and "
+	              "re-create damaged ones from it");
 	cmd->add_flag("--json", a->json, "print one JSON object (rpmem(1): JSON OUTPUT)");
 	return [a] { return cmd_check(*a); };
 }

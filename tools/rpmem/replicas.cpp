@@ -3,6 +3,7 @@
 
 #include "tool.hpp"
 
+#include "client/control_session.hpp"
 #include "rpmem/error.hpp"
 
 #include <fmt/format.h>
@@ -19,6 +20,12 @@ std::string replica_name(const poolset::poolset &ps, std::size_t r)
 {
 	const auto &rep = ps.replicas[r];
 	return fmt::format("replica {} ({} {})", r, rep.target, rep.descriptor);
+}
+
+bool damaged_replica(const std::exception &e)
+{
+	const auto *refused = dynamic_cast<const client::pool_refused *>(&e);
+	return refused && refused->status() == control::status::damaged;
 }
 
 std::vector<std::size_t> selected(const poolset::poolset &ps, const std::vector<unsigned> &want)

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,11 @@ namespace rpmem::tool
 
 /** "replica 2 (user@host pool.set)". */
 std::string replica_name(const poolset::poolset &ps, std::size_t r);
+
+/** rpmemd answers for the replica but refused to open it as damaged (control status
+ *  damaged: an invalid part header, a part shorter than its pool set declares, an ADR
+ *  failure), as opposed to a replica that cannot be reached or opened at all. */
+bool damaged_replica(const std::exception &e);
 
 /** Which replicas to work on: the given indexes (checked) or every remote one. Throws
  *  failure (exit_usage for a bad index). */

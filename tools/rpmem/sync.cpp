@@ -102,9 +102,9 @@ struct replica_sync_job {
 	std::vector<client::byte_span> ranges;
 };
 
-/** Opens the replica, or, when it was lost, creates it (marked possibly behind: an
- *  interrupted copy leaves it so) with the attributes its neighbours expect. False: a dry
- *  run found it missing (res says so). */
+/** Opens the replica, or, when it was lost or is damaged, creates it (marked possibly behind:
+ *  an interrupted copy leaves it so) with the attributes its neighbours expect; a damaged
+ *  one's parts are removed first. False: a dry run found it missing or damaged (res says so). */
 bool open_or_create(replica_sync_job &j)
 {
 	const auto &rep = j.ps.replicas[j.r];
@@ -114,29 +114,41 @@ bool open_or_create(replica_sync_job &j)
 		                           &lanes, &j.have);
 		return true;
 	} catch (const rpmem::error &e) {
-		if (e.errnum() != ENOENT)
+		const bool damaged = damaged_replica(e);
+		if (e.errnum() != ENOENT && !damaged)
 			throw;
+		const char *state = damaged ? "damaged" : "missing";
 		control::pool_attr want{};
 		if (j.m.header()) {
 			if (!j.rg.self(j.r))
 				throw failure(fmt::format(
-				    "{}: the replica is missing and the UUID its neighbours link "
+				    "{}: the replica is {} and the UUID its neighbours link "
 				    "to is unknown (its neighbours are not reachable): re-create "
 				    "it with `pmempool sync {}`",
-				    j.name, j.ps.file));
+				    j.name, state, j.ps.file));
 			want = expected_attr(j.m, j.rg, j.r, want);
 			want.uuid = *j.rg.self(j.r);
 		}
 		j.res.created = true;
+		j.res.damaged = damaged;
 		j.res.method = "full";
 		if (j.a.dry_run) {
 			j.res.to_move = j.m.size() - j.m.data_offset();
-			say(j.a.json, "{}: missing ({}): would create it and copy {}\n", j.name,
-			    e.message(), size_text(j.res.to_move));
-			j.res.status = "missing";
+			say(j.a.json, "{}: {} ({}): would {}create it and copy {}\n", j.name, state,
+			    e.message(), damaged ? "remove its parts, re-" : "",
+			    size_text(j.res.to_move));
+			j.res.status = state;
 			return false;
 		}
-		say(j.a.json, "{}: missing ({}): creating it\n", j.name, e.message());
+		if (damaged) {
+			// rpmemd will not open it, and what it held is the master's, which sync
+			// writes over every replica in any case: made anew, then copied whole.
+			say(j.a.json, "{}: damaged ({}): removing its parts and re-creating it\n",
+			    j.name, e.message());
+			remote_pool::remove(rep.target, rep.descriptor, client::remove_force);
+		} else {
+			say(j.a.json, "{}: missing ({}): creating it\n", j.name, e.message());
+		}
 		const auto during = pmdk::with_behind_mark(want, j.m.header().has_value());
 		j.pool = remote_pool::create(rep.target, rep.descriptor, j.m.base(), j.m.size(),
 		                             &lanes, j.m.header() ? &during : nullptr);
@@ -266,6 +278,7 @@ void add_json(json &j, const poolset::poolset &ps, const sync_result &res)
 	if (!res.fallback.empty())
 		j.member("fallback", res.fallback);
 	j.member("created", res.created)
+	    .member("was_damaged", res.damaged)
 	    .member("header_repaired", res.header_repaired)
 	    .member("was_marked_behind", res.was_behind)
 	    .member("compared_bytes", res.compared)
@@ -312,7 +325,9 @@ std::string resync_replica(const poolset::poolset &ps, const master &m, ring &ri
 	quiet.json = true; // no text lines
 	auto res = sync_replica(ps, m, ring, r, quiet, progress::style::none);
 	std::string what = res.created
-	                       ? fmt::format("re-created and {} copied", size_text(res.moved))
+	                       ? fmt::format("{}re-created and {} copied",
+	                                     res.damaged ? "its damaged parts removed, " : "",
+	                                     size_text(res.moved))
 	                   : res.moved ? fmt::format("synchronized, {} moved in {} range(s)",
 	                                             size_text(res.moved), res.ranges)
 	                               : "nothing moved";

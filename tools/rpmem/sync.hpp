@@ -19,10 +19,11 @@ namespace rpmem::tool
 /** What sync did (or, with --dry-run, would do) to one replica. */
 struct sync_result {
 	std::size_t replica = 0;
-	std::string status;   // in_sync, synchronized, would_sync, missing, error
+	std::string status;   // in_sync, synchronized, would_sync, missing, damaged, error
 	std::string method;   // delta (block checksums) or full
 	std::string fallback; // why a delta was not possible, when it was wanted
-	bool created = false; // missing, re-created (a dry run: would be)
+	bool created = false; // missing or damaged, re-created (a dry run: would be)
+	bool damaged = false; // rpmemd refused it as damaged: its parts were removed first
 	bool header_repaired = false;
 	bool was_behind = false; // marked possibly behind before
 	std::uint64_t compared = 0, blocks = 0, differing_blocks = 0;
