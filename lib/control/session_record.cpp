@@ -244,7 +244,10 @@ std::optional<std::string> session_file::publish(const std::string &dir, const s
 		                   std::strerror(errno));
 	if (auto why = untrusted_dir(dir))
 		return why;
-	const std::string path = fmt::format("{}/{}.session", dir, r.pid);
+	// Named after the process, start time included: a session that reuses the PID of a killed
+	// one writes another file, so a prune that found the old record gone (and unlinks it a
+	// moment later) can never remove the new one in its place.
+	const std::string path = fmt::format("{}/{}-{}.session", dir, r.pid, r.process_start);
 	std::string why;
 	if (posix::replace_file(path, encode(r), 0600, &why) != 0)
 		return fmt::format("cannot write {}: {}", path, why);

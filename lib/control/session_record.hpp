@@ -74,9 +74,10 @@ std::size_t prune_gone(const std::string &dir);
 
 /**
  * rpmemd's side: publishes a record under dir (created 0700 if needed; a directory that is a
- * symbolic link or owned by another user is refused) and removes it when destroyed or
- * withdrawn. Failures are returned as messages (status is informational: a session does not
- * fail because its record could not be written).
+ * symbolic link or owned by another user is refused) as PID-START.session (the process start
+ * time makes the name unique to the process, whatever PIDs are reused) and removes it when
+ * destroyed or withdrawn. Failures are returned as messages (status is informational: a session
+ * does not fail because its record could not be written).
  */
 class session_file
 {

@@ -130,7 +130,8 @@ TEST_CASE("published records are listed, alive only while their process is the o
 	CHECK(!ctl::still_gone(listed[2].file, listed[0].record)); // not the record it was
 
 	const fs::path live_file = live.path();
-	CHECK(live_file == fs::path(dir) / (std::to_string(r.pid) + ".session"));
+	CHECK(live_file == fs::path(dir) / (std::to_string(r.pid) + "-" +
+	                                    std::to_string(r.process_start) + ".session"));
 	CHECK(fs::exists(live_file));
 	live.withdraw();
 	CHECK(!fs::exists(live_file));
@@ -143,6 +144,36 @@ TEST_CASE("published records are listed, alive only while their process is the o
 	CHECK(ctl::list_sessions(dir).size() == 2); // removed when it goes out of scope
 }
 
+TEST_CASE("a session that reuses a killed session's PID keeps its own record, and pruning removes "
+          "only the killed one's",
+          "[session_record]")
+{
+	// A prune finds a record gone, then unlinks it: were records named by PID alone, a new
+	// session with that PID could rename its record into that name in between, and lose it.
+	temp_dir d;
+	fs::create_directories(d.path);
+	const std::string dir = (d.path / "rpmemd").string();
+	const auto live = sample(); // this process
+	auto killed = live;         // an rpmemd killed earlier whose PID this process got
+	killed.process_start = live.process_start - 1;
+	killed.since = live.since - 100;
+	ctl::session_file old_file, new_file;
+	REQUIRE(!old_file.publish(dir, killed));
+	REQUIRE(!new_file.publish(dir, live));
+	CHECK(old_file.path() != new_file.path());
+	auto listed = ctl::list_sessions(dir);
+	REQUIRE(listed.size() == 2);
+	CHECK(!listed[0].alive);
+	CHECK(listed[1].alive);
+	// The prune, with its second look at the record, done between its look and its unlink:
+	CHECK(ctl::still_gone(listed[0].file, listed[0].record));
+	CHECK(ctl::prune_gone(dir) == 1);
+	listed = ctl::list_sessions(dir);
+	REQUIRE(listed.size() == 1);
+	CHECK(listed[0].alive);
+	CHECK(listed[0].file == new_file.path());
+}
+
 TEST_CASE("a session record is written through no link and adopts no file planted beside it",
           "[session_record]")
 {
@@ -151,7 +182,8 @@ TEST_CASE("a session record is written through no link and adopts no file plante
 	fs::create_directories(dir);
 	fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
 	const auto r = sample();
-	const fs::path record = fs::path(dir) / (std::to_string(r.pid) + ".session");
+	const fs::path record = fs::path(dir) / (std::to_string(r.pid) + "-" +
+	                                         std::to_string(r.process_start) + ".session");
 	const fs::path guess = record.string() + ".tmp"; // the temporary name it once had
 	const fs::path victim = d.path / "victim";
 	std::ofstream(victim) << "precious\n";

@@ -4,7 +4,7 @@
 // peer, since when, pool set, size, provider, persist method, lanes; and, read from
 // /proc/locks, which process holds the lock of the pool's first part (the rpmemd itself, for
 // a live session). A record whose rpmemd is gone (killed before it could remove it) is listed
-// as gone; --prune removes such records.
+// as gone until the next session that opens a pool there removes it; --prune does at once.
 #include "tool.hpp"
 
 #include "control/session_record.hpp"
