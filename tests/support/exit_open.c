@@ -10,6 +10,7 @@
 // for its stdin to close (the test kills rpmemd meanwhile); then persists again and closes,
 // printing "persist <errno>" and "close <errno>" (0: success), and exits 0. A failure the
 // program meets with an open pool is what RPMEM_STATS_FILE must report (capi_test.cpp).
+// hold-close: the same without the second persist (only close meets the loss).
 //
 // exit_open TARGET POOLSET signals: handles SIGTERM and ignores SIGINT, as an application with
 // a clean shutdown may, then creates the pool (the first fabric call loads libfabric). Prints
@@ -111,8 +112,8 @@ static int signals_mode(const char *target, const char *poolset, void *mem, size
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr,
-		        "usage: exit_open TARGET POOLSET MICROSECONDS|hold|hold-exit|signals\n");
+		fprintf(stderr, "usage: exit_open TARGET POOLSET "
+		                "MICROSECONDS|hold|hold-close|hold-exit|signals\n");
 		return 2;
 	}
 	const size_t size = 8 << 20;
@@ -126,7 +127,8 @@ int main(int argc, char **argv)
 	if (!pool)
 		return 2;
 	const int hold_exit = strcmp(argv[3], "hold-exit") == 0;
-	if (hold_exit || strcmp(argv[3], "hold") == 0) {
+	const int hold_close = strcmp(argv[3], "hold-close") == 0;
+	if (hold_exit || hold_close || strcmp(argv[3], "hold") == 0) {
 		printf("ready\n");
 		fflush(stdout);
 		char buf[64];
@@ -138,9 +140,12 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		return 0;
 	}
-	if (strcmp(argv[3], "hold") == 0) {
-		int r = rpmem_persist(pool, 8192, 4096, 0, 0);
-		printf("persist %d\n", r == 0 ? 0 : errno);
+	if (hold_close || strcmp(argv[3], "hold") == 0) {
+		int r = 0;
+		if (!hold_close) {
+			r = rpmem_persist(pool, 8192, 4096, 0, 0);
+			printf("persist %d\n", r == 0 ? 0 : errno);
+		}
 		r = rpmem_close(pool);
 		printf("close %d\n", r == 0 ? 0 : errno);
 		free(mem);
