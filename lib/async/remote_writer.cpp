@@ -101,6 +101,8 @@ client::pool_report remote_writer::report() const
 	r.lag_bytes = p.lag_bytes;
 	r.lag_seconds = std::chrono::duration<double>(p.oldest).count();
 	r.throttled = p.lag_waits + p.room_waits;
+	r.lag_bound_bytes = cfg_.lag.max_lag_bytes;
+	r.lag_bound_seconds = std::chrono::duration<double>(cfg_.lag.max_lag_time).count();
 	return r;
 }
 

@@ -67,6 +67,11 @@ bool counts_throttled(const pool_report &p)
 	return p.throttled.has_value();
 }
 
+bool has_lag_bound(const pool_report &p)
+{
+	return p.lag_bound_bytes.has_value();
+}
+
 bool can_fall_behind(const pool_report &p)
 {
 	return p.bytes_to_go.has_value();
@@ -76,7 +81,7 @@ bool can_fall_behind(const pool_report &p)
  *  identity (target, descriptor, replica; provider, method, mode, state) is no metric: it
  *  labels every Prometheus sample (the last four only rpmem_pool_info's) and leads each JSON
  *  pool. */
-const std::array<metric, 13> metrics = {{
+const std::array<metric, 15> metrics = {{
     {"rpmem_pool_info", "gauge",
      "A pool this process has open (1); its provider, persist method, mode, state", nullptr,
      nullptr,
@@ -135,6 +140,14 @@ const std::array<metric, 13> metrics = {{
      "Persists that waited because the replica fell behind: the lag bound, or no room to copy "
      "them aside (RPMEM_REPLICATION=async)",
      "async_throttled", counts_throttled, [](const pool_report &p) { return one(*p.throttled); }},
+    {"rpmem_async_lag_bound_bytes", "gauge",
+     "The lag in bytes past which persists wait for the replica (RPMEM_ASYNC_MAX_LAG_BYTES)",
+     "async_lag_bound_bytes", has_lag_bound,
+     [](const pool_report &p) { return one(*p.lag_bound_bytes); }},
+    {"rpmem_async_lag_bound_seconds", "gauge",
+     "The lag in time past which persists wait for the replica (RPMEM_ASYNC_MAX_LAG_MS)",
+     "async_lag_bound_seconds", has_lag_bound,
+     [](const pool_report &p) { return one(p.lag_bound_seconds.value_or(0.0)); }},
     {"rpmem_replica_bytes_to_go", "gauge",
      "Bytes the replica lacks while lost or catching up (0: in sync)", "bytes_to_go",
      can_fall_behind, [](const pool_report &p) { return one(*p.bytes_to_go); }},

@@ -33,6 +33,10 @@ struct pool_report {
 	// async only, where known: persists that waited because the replica fell behind (the lag
 	// bound, or no room left to copy them aside)
 	std::optional<std::uint64_t> throttled;
+	// async only: the lag's bounds (RPMEM_ASYNC_MAX_LAG_BYTES, RPMEM_ASYNC_MAX_LAG_MS;
+	// replicated_pool::options), past which persists wait: how near them the lag is
+	std::optional<std::uint64_t> lag_bound_bytes;
+	std::optional<double> lag_bound_seconds;
 	// Where a replica can be left behind (client::resilient_pool, replicated_pool under
 	// failure_policy::degrade): the bytes it lacks while lost or catching up (0 in sync).
 	std::optional<std::uint64_t> bytes_to_go;

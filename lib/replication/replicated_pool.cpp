@@ -170,6 +170,11 @@ void replicated_pool::impl::start_export()
 			    r.descriptor = rr.descriptor;
 			    r.replica = rr.index;
 			    r.mode = async ? "async" : "sync";
+			    if (async) { // the pool's bounds, whatever the replica's state
+				    r.lag_bound_bytes = opts.max_lag_bytes;
+				    r.lag_bound_seconds =
+				        std::chrono::duration<double>(opts.max_lag_time).count();
+			    }
 			    bool lost = false;
 			    {
 				    std::lock_guard g(state_mu);

@@ -598,6 +598,10 @@ TEST_CASE("async capi: RPMEM_STATS_FILE shows a running writer's pool, its mode 
 	// pass it by one persist (pmemobj_seq's are at most a few tens of KiB).
 	CHECK(lag <= 2 * 4194304);
 	CHECK(sample_value(out, "rpmem_async_lag_seconds", "seq.set") >= 0);
+	// Its bounds, as the writer's environment set them: what the lag is measured against.
+	CHECK(sample_value(out, "rpmem_async_lag_bound_bytes", "seq.set") == 4194304);
+	CHECK(sample_value(out, "rpmem_async_lag_bound_seconds", "seq.set") ==
+	      Approx(std::chrono::duration<double>(max_lag).count()));
 	CHECK(sample_value(out, "rpmem_async_throttled_total", "seq.set") >= 0);
 	CHECK(sample_value(out, "rpmem_last_persist_timestamp_seconds", "seq.set") > 1.7e9);
 	w->kill(SIGKILL);

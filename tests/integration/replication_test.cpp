@@ -347,6 +347,10 @@ TEST_CASE("rpmem::pool::export_stats: rpmem::pool and replicated_pool report to 
 		CHECK(up == 2);
 		CHECK(lag == 2);
 		CHECK(sample_value(both, "rpmem_pool_info", "mode=\"async\"") == 1);
+		CHECK(sample_value(both, "rpmem_async_lag_bound_bytes", "remote.set") ==
+		      double(o.max_lag_bytes));
+		CHECK(sample_value(both, "rpmem_async_lag_bound_seconds", "remote.set") ==
+		      Approx(std::chrono::duration<double>(o.max_lag_time).count()));
 
 		REQUIRE(run_kill_rpmemd(s.node(1).dir().string()));
 		for (int i = 0; i < 50 && p.replicas()[2].in_sync; ++i) {
@@ -363,6 +367,10 @@ TEST_CASE("rpmem::pool::export_stats: rpmem::pool and replicated_pool report to 
 		      1);
 		CHECK(sample_value(lost, "rpmem_errors_total", "replica=\"2\"") == 1);
 		CHECK(sample_value(lost, "rpmem_errors_total", "replica=\"1\"") == 0);
+		// A lost replica has no lag of its own; the pool's bounds still hold.
+		CHECK(sample_value(lost, "rpmem_async_lag_bytes", "replica=\"2\"") == -1);
+		CHECK(sample_value(lost, "rpmem_async_lag_bound_bytes", "replica=\"2\"") ==
+		      double(o.max_lag_bytes));
 		p.close();
 	}
 }

@@ -70,6 +70,8 @@ TEST_CASE("the Prometheus text parses, escaped labels and quantiles included", "
 	async.lag_bytes = 4096;
 	async.lag_seconds = 0.25;
 	async.throttled = 3;
+	async.lag_bound_bytes = 64 << 20;
+	async.lag_bound_seconds = 1;
 	const auto file = d.path / "m.prom";
 	std::ofstream(file) << prometheus_text({sample_report(), async}, 1'800'000'000'000'000'000);
 	auto s = metrics_samples(file.string());
@@ -87,6 +89,9 @@ TEST_CASE("the Prometheus text parses, escaped labels and quantiles included", "
 	CHECK(sample_value(s.output, "rpmem_async_lag_bytes", "a b.set") == -1);
 	CHECK(sample_value(s.output, "rpmem_async_throttled_total", "async.set") == 3);
 	CHECK(sample_value(s.output, "rpmem_async_throttled_total", "a b.set") == -1);
+	CHECK(sample_value(s.output, "rpmem_async_lag_bound_bytes", "async.set") == 64 << 20);
+	CHECK(sample_value(s.output, "rpmem_async_lag_bound_seconds", "async.set") == 1);
+	CHECK(sample_value(s.output, "rpmem_async_lag_bound_bytes", "a b.set") == -1);
 	CHECK(sample_value(s.output, "rpmem_stats_timestamp_seconds") == Approx(1.8e9));
 }
 
@@ -205,6 +210,8 @@ std::vector<pool_report> every_metric()
 	async.lag_bytes = 4096;
 	async.lag_seconds = 0.25;
 	async.throttled = 3;
+	async.lag_bound_bytes = 4 << 20;
+	async.lag_bound_seconds = 1.5;
 	auto healing = sample_report();
 	healing.descriptor = "healing.set";
 	healing.state = "catching_up";
@@ -314,6 +321,12 @@ rpmem_async_lag_seconds{target="me@node\"2\\x",descriptor="async.set",replica="1
 # HELP rpmem_async_throttled_total Persists that waited because the replica fell behind: the lag bound, or no room to copy them aside (RPMEM_REPLICATION=async)
 # TYPE rpmem_async_throttled_total counter
 rpmem_async_throttled_total{target="me@node\"2\\x",descriptor="async.set",replica="1"} 3
+# HELP rpmem_async_lag_bound_bytes The lag in bytes past which persists wait for the replica (RPMEM_ASYNC_MAX_LAG_BYTES)
+# TYPE rpmem_async_lag_bound_bytes gauge
+rpmem_async_lag_bound_bytes{target="me@node\"2\\x",descriptor="async.set",replica="1"} 4194304
+# HELP rpmem_async_lag_bound_seconds The lag in time past which persists wait for the replica (RPMEM_ASYNC_MAX_LAG_MS)
+# TYPE rpmem_async_lag_bound_seconds gauge
+rpmem_async_lag_bound_seconds{target="me@node\"2\\x",descriptor="async.set",replica="1"} 1.5
 # HELP rpmem_replica_bytes_to_go Bytes the replica lacks while lost or catching up (0: in sync)
 # TYPE rpmem_replica_bytes_to_go gauge
 rpmem_replica_bytes_to_go{target="me@node\"2\\x",descriptor="healing.set"} 8192
@@ -322,7 +335,7 @@ rpmem_replica_bytes_to_go{target="me@node\"2\\x",descriptor="healing.set"} 8192
 rpmem_stats_timestamp_seconds 1800000000.1234567
 )golden";
 	const std::string json =
-	    R"golden({"time_unix_ns":1800000000123456789,"pools":[{"target":"me@node\"2\\x","descriptor":"pools/a b.set","provider":"tcp","method":"gpspm","mode":"sync","state":"connected","lanes":4,"operations":{"persist":10,"flush":0,"drain":0,"read":0,"deep_persist":0},"bytes":{"persist":640,"read":0},"round_trips":10,"errors":2,"last_persist_unix_ns":1800000000000000000,"round_trip_ns":{"p50":32768,"p90":2097152,"p99":2097152,"p999":2097152}},{"target":"me@node\"2\\x","descriptor":"async.set","replica":1,"provider":"tcp","method":"gpspm","mode":"async","state":"failed","lanes":4,"operations":{"persist":10,"flush":3,"drain":2,"read":5,"deep_persist":1},"bytes":{"persist":640,"read":4096},"round_trips":10,"errors":2,"last_persist_unix_ns":1800000000000000000,"round_trip_ns":{"p50":32768,"p90":2097152,"p99":2097152,"p999":2097152},"async_lag_bytes":4096,"async_lag_seconds":0.25,"async_throttled":3},{"target":"me@node\"2\\x","descriptor":"healing.set","provider":"tcp","method":"gpspm","mode":"sync","state":"catching_up","lanes":4,"operations":{"persist":10,"flush":0,"drain":0,"read":0,"deep_persist":0},"bytes":{"persist":640,"read":0},"round_trips":10,"errors":2,"last_persist_unix_ns":1800000000000000000,"round_trip_ns":{"p50":32768,"p90":2097152,"p99":2097152,"p999":2097152},"bytes_to_go":8192}]}
+	    R"golden({"time_unix_ns":1800000000123456789,"pools":[{"target":"me@node\"2\\x","descriptor":"pools/a b.set","provider":"tcp","method":"gpspm","mode":"sync","state":"connected","lanes":4,"operations":{"persist":10,"flush":0,"drain":0,"read":0,"deep_persist":0},"bytes":{"persist":640,"read":0},"round_trips":10,"errors":2,"last_persist_unix_ns":1800000000000000000,"round_trip_ns":{"p50":32768,"p90":2097152,"p99":2097152,"p999":2097152}},{"target":"me@node\"2\\x","descriptor":"async.set","replica":1,"provider":"tcp","method":"gpspm","mode":"async","state":"failed","lanes":4,"operations":{"persist":10,"flush":3,"drain":2,"read":5,"deep_persist":1},"bytes":{"persist":640,"read":4096},"round_trips":10,"errors":2,"last_persist_unix_ns":1800000000000000000,"round_trip_ns":{"p50":32768,"p90":2097152,"p99":2097152,"p999":2097152},"async_lag_bytes":4096,"async_lag_seconds":0.25,"async_throttled":3,"async_lag_bound_bytes":4194304,"async_lag_bound_seconds":1.5},{"target":"me@node\"2\\x","descriptor":"healing.set","provider":"tcp","method":"gpspm","mode":"sync","state":"catching_up","lanes":4,"operations":{"persist":10,"flush":0,"drain":0,"read":0,"deep_persist":0},"bytes":{"persist":640,"read":0},"round_trips":10,"errors":2,"last_persist_unix_ns":1800000000000000000,"round_trip_ns":{"p50":32768,"p90":2097152,"p99":2097152,"p999":2097152},"bytes_to_go":8192}]}
 )golden";
 	const auto pools = every_metric();
 	const std::int64_t now = 1'800'000'000'123'456'789;
