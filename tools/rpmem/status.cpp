@@ -7,10 +7,9 @@
 // as gone until the next session that opens a pool there removes it; --prune does at once.
 #include "tool.hpp"
 
+#include "served_pool.hpp"
+
 #include "control/session_record.hpp"
-#include "pmdk/part_file.hpp"
-#include "pmdk/pool_header.hpp"
-#include "poolset/poolset.hpp"
 #include "json/json.hpp"
 
 #include <CLI/CLI.hpp>
@@ -30,37 +29,6 @@ namespace rpmem::tool
 
 namespace
 {
-
-/** The PID holding the flock of the pool's first part (from /proc/locks), if any. */
-std::optional<std::int64_t> lock_holder_pid(const std::string &poolset_file)
-{
-	try {
-		auto ps = poolset::parse_file(poolset_file);
-		if (ps.replicas.empty() || ps.replicas[0].parts.empty())
-			return std::nullopt;
-		if (auto pid = pmdk::lock_holder_pid(ps.replicas[0].parts[0].path))
-			return std::int64_t{*pid};
-		return std::nullopt;
-	} catch (const std::exception &) {
-		return std::nullopt;
-	}
-}
-
-/** Whether the pool's part 0 header carries rpmem's "possibly behind" mark: its writer may
- *  go on without it (asynchronous replication, or an outage under RPMEM_ON_OUTAGE=continue or
- *  failure_policy::degrade), so it is not taken as current until a clean close or a sync. */
-bool marked_behind(const std::string &poolset_file)
-{
-	try {
-		auto ps = poolset::parse_file(poolset_file);
-		if (ps.replicas.empty() || ps.replicas[0].parts.empty() || ps.header_count(0) == 0)
-			return false;
-		const auto h = pmdk::peek_header(ps.replicas[0].parts[0].path);
-		return h && !pmdk::check_header_alone(*h) && pmdk::marked_behind(*h);
-	} catch (const std::exception &) {
-		return false;
-	}
-}
 
 std::string utc_text(std::uint64_t secs)
 {
