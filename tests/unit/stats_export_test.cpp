@@ -3,6 +3,7 @@
 // (tests/support/metrics_samples.py), label values that need escaping survive, the file is
 // replaced atomically and a pool's last report is written when it is removed.
 #include "client/stats_export.hpp"
+#include "metrics_reports.hpp"
 
 #include "../integration/process.hpp"
 
@@ -21,29 +22,13 @@
 
 namespace fs = std::filesystem;
 using namespace rpmem::client;
+using rpmem::test::every_metric;
 using rpmem::test::metrics_samples;
+using rpmem::test::sample_report;
 using rpmem::test::sample_value;
 
 namespace
 {
-
-pool_report sample_report()
-{
-	pool_report r;
-	r.target = "me@node\"2\\x";
-	r.descriptor = "pools/a b.set";
-	r.provider = "tcp";
-	r.method = "gpspm";
-	r.lanes = 4;
-	r.stats.persists = 10;
-	r.stats.bytes_persisted = 640;
-	r.stats.round_trips = 10;
-	r.stats.latency_ns_log2[14] = 9; // [16 us, 32 us)
-	r.stats.latency_ns_log2[20] = 1; // [1 ms, 2 ms)
-	r.errors = 2;
-	r.last_persist_unix_ns = 1'800'000'000'000'000'000;
-	return r;
-}
 
 struct temp_dir {
 	fs::path path = fs::temp_directory_path() / ("rpmem-stats-" + std::to_string(::getpid()));
@@ -192,32 +177,6 @@ TEST_CASE("a metrics file that cannot be written is said once on stderr, naming 
 
 namespace
 {
-
-/** The reports the format tests write: a synchronous pool, and an asynchronous replica that
- *  failed, with every counter set. */
-std::vector<pool_report> every_metric()
-{
-	auto async = sample_report();
-	async.descriptor = "async.set";
-	async.mode = "async";
-	async.replica = 1;
-	async.state = "failed";
-	async.stats.flushes = 3;
-	async.stats.drains = 2;
-	async.stats.reads = 5;
-	async.stats.deep_persists = 1;
-	async.stats.bytes_read = 4096;
-	async.lag_bytes = 4096;
-	async.lag_seconds = 0.25;
-	async.throttled = 3;
-	async.lag_bound_bytes = 4 << 20;
-	async.lag_bound_seconds = 1.5;
-	auto healing = sample_report();
-	healing.descriptor = "healing.set";
-	healing.state = "catching_up";
-	healing.bytes_to_go = 8192;
-	return {sample_report(), async, healing};
-}
 
 /** The metric families of a Prometheus text (each its HELP, TYPE and samples), sorted: the
  *  format leaves their order free. */
