@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (tests/fuzz) with clang in build-fuzz/ and runs each for SECONDS
 # (default 60) on a copy of its seed corpus (tests/fuzz/corpus/<target>/; the repository's
 # corpus is never modified). Prints executions and findings per target.
-#   scripts/fuzz.sh [SECONDS] [TARGET...]      TARGET: control lane poolset config (default all)
+#   scripts/fuzz.sh [SECONDS] [TARGET...]      TARGET: control lane poolset config metrics (default all)
 # Exit status: 0 when no target found anything; 1 on a crash/leak/timeout/sanitizer report
 # (the reproducer is kept under FUZZ_OUT, default build-fuzz/findings/, and its path printed);
 # 2 on a build or usage error. FUZZ_JOBS=N runs N targets at once (default 1).
@@ -13,7 +13,7 @@ seconds=${1:-60}
 shift || true
 case "$seconds" in '' | *[!0-9]*) echo "fuzz.sh: SECONDS must be a number, got '$seconds'" >&2; exit 2 ;; esac
 targets=("$@")
-((${#targets[@]})) || targets=(control lane poolset config)
+((${#targets[@]})) || targets=(control lane poolset config metrics)
 
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 out=${FUZZ_OUT:-$build/findings}

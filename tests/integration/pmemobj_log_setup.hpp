@@ -31,14 +31,17 @@ inline std::string sanitizer_env(const char *name, const char *extra)
 
 /**
  * A stock libpmemobj pool set with one remote replica, written by pmemobj_log. `where`: the
- * sshd and replica, reached from this process or from a network namespace's client side.
+ * sshd and replica, reached from this process or from a network namespace's client side. The
+ * writer reports to `metrics_name` in dir() (*.json: JSON, else the Prometheus format).
  */
 class log_setup
 {
 public:
-	log_setup(sshd &server, replica &node, std::string client_prefix = {})
+	log_setup(sshd &server, replica &node, std::string client_prefix = {},
+	          std::string metrics_name = "metrics.json")
 	    : server_(server), node_(node), prefix_(std::move(client_prefix)),
-	      local_(make_temp_dir("/dev/shm", "rpmem-outage-"))
+	      local_(make_temp_dir("/dev/shm", "rpmem-outage-")),
+	      metrics_file_(local_ / metrics_name)
 	{
 		node_.write_poolset("log.set", {"96M"});
 		std::ofstream(local_ / "pool.set")
@@ -65,8 +68,7 @@ public:
 		                             "RPMEM_PROVIDER=tcp",
 		                             "RPMEM_TIMEOUT=2000",
 		                             "RPMEM_LOG_LEVEL=1",
-		                             "RPMEM_STATS_FILE=" +
-		                                 (local_ / "metrics.json").string()};
+		                             "RPMEM_STATS_FILE=" + metrics_file_.string()};
 		env.insert(env.end(), extra.begin(), extra.end());
 		return env;
 	}
@@ -97,7 +99,8 @@ public:
 	}
 
 	std::string errors() const { return slurp(local_ / "writer.err"); }
-	std::string metrics() const { return slurp(local_ / "metrics.json"); }
+	std::string metrics() const { return slurp(metrics_file_); }
+	const fs::path &metrics_file() const { return metrics_file_; }
 	const fs::path &dir() const { return local_; }
 
 	history state() const
@@ -179,6 +182,7 @@ private:
 	replica &node_;
 	std::string prefix_;
 	fs::path local_;
+	fs::path metrics_file_;
 };
 
 } // namespace rpmem::test

@@ -6,6 +6,7 @@
 //   rpmem sync POOLSET                                  rebuild stale remote replicas
 //   rpmem check POOLSET [--repair]                      is the pool set whole
 //   rpmem status [--json]                               sessions rpmemd serves here
+//   rpmem top [FILE|DIR...] [-b] [-n N] [-d SECONDS]    live view of this host's pools
 //   rpmem promote REPLICA_POOLSET [--output FILE]       make a replica the master
 //   rpmem bench ARGS...                                 rpmem-bench
 //
@@ -30,10 +31,10 @@ namespace
 /** The commands, in the order `rpmem --help` lists them. verify and check exit with 2 when
  *  they could not look at all (rpmem(1)); the others with 1. */
 constexpr command commands[] = {
-    {add_create, exit_failed},  {add_open_check, exit_failed}, {add_info, exit_failed},
-    {add_attr, exit_failed},    {add_rm, exit_failed},         {add_verify, exit_usage},
-    {add_sync, exit_failed},    {add_check, exit_usage},       {add_status, exit_failed},
-    {add_promote, exit_failed}, {add_bench, exit_failed},
+    {add_create, exit_failed}, {add_open_check, exit_failed}, {add_info, exit_failed},
+    {add_attr, exit_failed},   {add_rm, exit_failed},         {add_verify, exit_usage},
+    {add_sync, exit_failed},   {add_check, exit_usage},       {add_status, exit_failed},
+    {add_top, exit_failed},    {add_promote, exit_failed},    {add_bench, exit_failed},
 };
 
 /**

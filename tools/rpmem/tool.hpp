@@ -144,6 +144,8 @@ struct status_args {
 };
 
 command_run add_status(CLI::App &app);
+/** rpmem top: the live view of this host's pools (top.cpp, top_view.hpp). */
+command_run add_top(CLI::App &app);
 
 struct promote_args {
 	std::string poolset; // the replica's pool set file on this host
