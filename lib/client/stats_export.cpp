@@ -217,7 +217,8 @@ void stats_exporter::write(const std::vector<pool_report> &extra)
 	reports.insert(reports.end(), extra.begin(), extra.end());
 	const auto now = unix_now_ns();
 	const bool json = path_.size() >= 5 && path_.compare(path_.size() - 5, 5, ".json") == 0;
-	const std::string text = json ? json_text(reports, now) : prometheus_text(reports, now);
+	const std::string text =
+	    json ? json_text(reports, now) : prometheus_text(reports, now, path_);
 	// Atomically: readers (node_exporter) never see half a file; and through a new file
 	// no one else can have made (it would be written with the application's privileges).
 	std::string why;

@@ -182,7 +182,8 @@ void json_metric(json &j, const metric &m, const pool_report &p)
 
 } // namespace
 
-std::string prometheus_text(const std::vector<pool_report> &pools, std::int64_t now_unix_ns)
+std::string prometheus_text(const std::vector<pool_report> &pools, std::int64_t now_unix_ns,
+                            std::string_view file)
 {
 	std::string out;
 	for (const auto &m : metrics) {
@@ -203,10 +204,16 @@ std::string prometheus_text(const std::vector<pool_report> &pools, std::int64_t 
 				                   prometheus_value(s));
 		}
 	}
+	const auto open = std::count_if(pools.begin(), pools.end(),
+	                                [](const pool_report &p) { return p.state != "closed"; });
 	out += fmt::format("# HELP rpmem_stats_timestamp_seconds When this file was written\n"
 	                   "# TYPE rpmem_stats_timestamp_seconds gauge\n"
-	                   "rpmem_stats_timestamp_seconds {}\n",
-	                   double(now_unix_ns) / 1e9);
+	                   "rpmem_stats_timestamp_seconds{{file=\"{}\"}} {}\n"
+	                   "# HELP rpmem_stats_open_pools Pools of this file not closed (0: its "
+	                   "process closed them all; the file stays as it left it)\n"
+	                   "# TYPE rpmem_stats_open_pools gauge\n"
+	                   "rpmem_stats_open_pools{{file=\"{}\"}} {}\n",
+	                   label(file), double(now_unix_ns) / 1e9, label(file), open);
 	return out;
 }
 

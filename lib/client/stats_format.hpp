@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rpmem::client
@@ -42,8 +43,12 @@ struct pool_report {
 	std::optional<std::uint64_t> bytes_to_go;
 };
 
-/** The Prometheus text exposition format (version 0.0.4) of the reports. */
-std::string prometheus_text(const std::vector<pool_report> &pools, std::int64_t now_unix_ns);
+/** The Prometheus text exposition format (version 0.0.4) of the reports, written to `file`:
+ *  the file-wide samples (when it was written, how many of its pools are open) carry its path
+ *  as label `file`, so that the files of several processes in one node_exporter textfile
+ *  directory never hold the same series. */
+std::string prometheus_text(const std::vector<pool_report> &pools, std::int64_t now_unix_ns,
+                            std::string_view file);
 /** The same as one JSON object: {"time_unix_ns":..,"pools":[...]} */
 std::string json_text(const std::vector<pool_report> &pools, std::int64_t now_unix_ns);
 

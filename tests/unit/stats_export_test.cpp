@@ -58,7 +58,8 @@ TEST_CASE("the Prometheus text parses, escaped labels and quantiles included", "
 	async.lag_bound_bytes = 64 << 20;
 	async.lag_bound_seconds = 1;
 	const auto file = d.path / "m.prom";
-	std::ofstream(file) << prometheus_text({sample_report(), async}, 1'800'000'000'000'000'000);
+	std::ofstream(file) << prometheus_text({sample_report(), async}, 1'800'000'000'000'000'000,
+	                                       "/var/lib/node \"x\".prom");
 	auto s = metrics_samples(file.string());
 	INFO(slurp(file) << "\nparsed:\n" << s.output);
 	REQUIRE(s.status == 0);
@@ -78,6 +79,25 @@ TEST_CASE("the Prometheus text parses, escaped labels and quantiles included", "
 	CHECK(sample_value(s.output, "rpmem_async_lag_bound_seconds", "async.set") == 1);
 	CHECK(sample_value(s.output, "rpmem_async_lag_bound_bytes", "a b.set") == -1);
 	CHECK(sample_value(s.output, "rpmem_stats_timestamp_seconds") == Approx(1.8e9));
+	// The file-wide samples name their file (escaped), so that two processes' files in one
+	// textfile directory never hold the same series; both pools are open.
+	CHECK(s.output.find("rpmem_stats_timestamp_seconds{file=\"/var/lib/node \"x\".prom\"}") !=
+	      std::string::npos);
+	CHECK(sample_value(s.output, "rpmem_stats_open_pools", "file=") == 2);
+}
+
+TEST_CASE("the metrics file counts the pools its process has not closed", "[stats]")
+{
+	auto closed = sample_report();
+	closed.descriptor = "closed.set";
+	closed.state = "closed";
+	auto failed = sample_report();
+	failed.state = "failed"; // still open: its process may go on, or die with it open
+	const auto text = prometheus_text({closed, failed, sample_report()}, 0, "m.prom");
+	INFO(text);
+	CHECK(text.find("rpmem_stats_open_pools{file=\"m.prom\"} 2\n") != std::string::npos);
+	CHECK(prometheus_text({closed}, 0, "m.prom")
+	          .find("rpmem_stats_open_pools{file=\"m.prom\"} 0\n") != std::string::npos);
 }
 
 TEST_CASE("the exporter replaces the file whole and writes a removed pool's last report", "[stats]")
@@ -200,7 +220,10 @@ TEST_CASE("both formats of the metrics file hold every metric, byte for byte", "
 {
 	// What rpmem 0.1 wrote (librpmem(7), METRICS): a reader that parses either file keeps
 	// working. Prometheus families may come in any order; their lines may not change (new
-	// families and pools only add lines).
+	// families and pools only add lines). One exception, a fix: rpmem_stats_timestamp_seconds
+	// had no label, and two processes' files in one node_exporter textfile directory then
+	// held the same series (node_exporter kept one and logged an error on every scrape);
+	// it is labelled with its file.
 	const std::string prometheus =
 	    R"golden(# HELP rpmem_pool_info A pool this process has open (1); its provider, persist method, mode, state
 # TYPE rpmem_pool_info gauge
@@ -291,14 +314,17 @@ rpmem_async_lag_bound_seconds{target="me@node\"2\\x",descriptor="async.set",repl
 rpmem_replica_bytes_to_go{target="me@node\"2\\x",descriptor="healing.set"} 8192
 # HELP rpmem_stats_timestamp_seconds When this file was written
 # TYPE rpmem_stats_timestamp_seconds gauge
-rpmem_stats_timestamp_seconds 1800000000.1234567
+rpmem_stats_timestamp_seconds{file="/run/m.prom"} 1800000000.1234567
+# HELP rpmem_stats_open_pools Pools of this file not closed (0: its process closed them all; the file stays as it left it)
+# TYPE rpmem_stats_open_pools gauge
+rpmem_stats_open_pools{file="/run/m.prom"} 3
 )golden";
 	const std::string json =
 	    R"golden({"time_unix_ns":1800000000123456789,"pools":[{"target":"me@node\"2\\x","descriptor":"pools/a b.set","provider":"tcp","method":"gpspm","mode":"sync","state":"connected","lanes":4,"operations":{"persist":10,"flush":0,"drain":0,"read":0,"deep_persist":0},"bytes":{"persist":640,"read":0},"round_trips":10,"errors":2,"last_persist_unix_ns":1800000000000000000,"round_trip_ns":{"p50":32768,"p90":2097152,"p99":2097152,"p999":2097152}},{"target":"me@node\"2\\x","descriptor":"async.set","replica":1,"provider":"tcp","method":"gpspm","mode":"async","state":"failed","lanes":4,"operations":{"persist":10,"flush":3,"drain":2,"read":5,"deep_persist":1},"bytes":{"persist":640,"read":4096},"round_trips":10,"errors":2,"last_persist_unix_ns":1800000000000000000,"round_trip_ns":{"p50":32768,"p90":2097152,"p99":2097152,"p999":2097152},"async_lag_bytes":4096,"async_lag_seconds":0.25,"async_throttled":3,"async_lag_bound_bytes":4194304,"async_lag_bound_seconds":1.5},{"target":"me@node\"2\\x","descriptor":"healing.set","provider":"tcp","method":"gpspm","mode":"sync","state":"catching_up","lanes":4,"operations":{"persist":10,"flush":0,"drain":0,"read":0,"deep_persist":0},"bytes":{"persist":640,"read":0},"round_trips":10,"errors":2,"last_persist_unix_ns":1800000000000000000,"round_trip_ns":{"p50":32768,"p90":2097152,"p99":2097152,"p999":2097152},"bytes_to_go":8192}]}
 )golden";
 	const auto pools = every_metric();
 	const std::int64_t now = 1'800'000'000'123'456'789;
-	CHECK(families(prometheus_text(pools, now)) == families(prometheus));
+	CHECK(families(prometheus_text(pools, now, "/run/m.prom")) == families(prometheus));
 	CHECK(json_text(pools, now) == json);
 }
 

@@ -101,7 +101,7 @@ TEST_CASE("rpmem top reads back every metric the library writes, in both formats
 	const std::int64_t now = 1'800'000'000'123'456'789;
 	for (bool json : {false, true}) {
 		const auto file = json ? rpmem::client::json_text(written, now)
-		                       : rpmem::client::prometheus_text(written, now);
+		                       : rpmem::client::prometheus_text(written, now, "/m.prom");
 		INFO(file);
 		std::string why;
 		const auto read = parse_metrics(file, &why);
