@@ -8,7 +8,8 @@
 #                     rpmem::cpp)
 #   bin/rpmemd, etc/rpmemd/rpmemd.conf, rpmemd(1)
 #                                         component daemon → rpmemd (replica nodes)
-#   bin/rpmem, bin/rpmem-bench, bin/rpmem-floor, their pages, rpmem-poolset(5)
+#   bin/rpmem, bin/rpmem-bench, bin/rpmem-floor, their pages, rpmem-poolset(5),
+#   share/rpmem-tools/prometheus/rpmem.rules.yml (alerting and recording rules)
 #                                         component tools → rpmem-tools (either side; no
 #                                         SSH server pulled onto application hosts)
 #   share/doc/<package>/copyright, changelog.Debian.gz: every package
@@ -45,6 +46,11 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/rpmemConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/rpmemConfig.cmake ${CMAKE_BINARY_DIR}/rpmemConfigVersion.cmake
         DESTINATION ${RPMEM_CMAKE_DIR} COMPONENT dev)
+
+# The Prometheus rules for the metrics files librpmem writes (docs/monitoring.md): data of the
+# tools package, where a Prometheus server's rule_files can name them.
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/prometheus/rpmem.rules.yml
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/rpmem-tools/prometheus COMPONENT tools)
 
 # The example daemon configuration. With the prefix /usr (distribution packages) it goes to
 # /etc, where rpmemd reads it; otherwise under the prefix (etc/rpmemd), so `cmake --install
@@ -179,8 +185,9 @@ set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_RECOMMENDS "openssh-client")
 set(CPACK_DEBIAN_TOOLS_DESCRIPTION "Remote persistent memory replication tools
 rpmem creates, inspects, verifies, synchronizes and promotes remote replicas of
-persistent memory pools (JSON output for monitoring); rpmem-bench measures the
-replication. For application hosts and replica nodes alike.")
+persistent memory pools (JSON output for monitoring) and shows them live (rpmem
+top); rpmem-bench measures the replication; Prometheus alerting and recording
+rules for librpmem's metrics. For application hosts and replica nodes alike.")
 # dpkg's conffile handling for the example configuration under /etc.
 if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
   file(WRITE ${CMAKE_BINARY_DIR}/packaging/conffiles "${RPMEM_CONF_DIR}/rpmemd.conf\n")

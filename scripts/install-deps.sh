@@ -11,8 +11,9 @@ packages=(
   openssh-server openssh-client
   clang libclang-rt-14-dev clang-format gnuplot-nox
   iproute2 procps psmisc util-linux bsdutils file binutils
-  python3 python3-prometheus-client lintian
+  python3 python3-prometheus-client python3-yaml lintian
   gdb debootstrap tmux
+  prometheus prometheus-node-exporter
 )
 
 missing=()
@@ -29,6 +30,14 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # prometheus and prometheus-node-exporter are here for their programs (promtool; the tests
+  # start their own exporter on loopback), not for their services, which Debian starts on
+  # every interface: those this run installed are stopped and disabled again.
+  for service in prometheus prometheus-node-exporter; do
+    if [[ " ${missing[*]} " == *" $service "* ]] && [ -d /run/systemd/system ]; then
+      $SUDO systemctl disable --now "$service" >/dev/null 2>&1 || true
+    fi
+  done
 else
   echo "install-deps: all ${#packages[@]} packages present"
 fi

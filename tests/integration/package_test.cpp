@@ -163,6 +163,20 @@ TEST_CASE("CPack builds librpmem1, librpmem-dev, rpmemd and rpmem-tools with Deb
 	CHECK_THAT(check.output, Catch::Contains("configuration is valid; read " + conf.string()));
 }
 
+TEST_CASE("rpmem-tools ships the Prometheus rules, and promtool accepts them as installed",
+          "[package][rules]")
+{
+	auto &p = pkgs();
+	const auto rel = fs::path(RPMEM_INSTALL_PREFIX).relative_path() / "share/rpmem-tools" /
+	                 "prometheus/rpmem.rules.yml";
+	auto c = p.contents("rpmem-tools");
+	CHECK(std::find(c.begin(), c.end(), rel.string()) != c.end());
+	auto r = run("promtool check rules " + (p.root / rel).string());
+	INFO("promtool printed:\n" << r.output);
+	CHECK(r.status == 0);
+	CHECK(has(r, "SUCCESS: 14 rules found"));
+}
+
 TEST_CASE("the man pages in the packages render with man -l", "[package][man]")
 {
 	auto &p = pkgs();

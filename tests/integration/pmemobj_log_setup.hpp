@@ -54,7 +54,8 @@ public:
 		fs::remove_all(local_, ec);
 	}
 
-	/** The writer's environment: our librpmem, the replica through the test's sshd. */
+	/** The writer's environment: our librpmem, the replica through the test's sshd; `extra`
+	 *  adds to it or overrides it. */
 	std::vector<std::string> environment(const std::vector<std::string> &extra) const
 	{
 		auto o = server_.client_options();
@@ -69,7 +70,8 @@ public:
 		                             "RPMEM_TIMEOUT=2000",
 		                             "RPMEM_LOG_LEVEL=1",
 		                             "RPMEM_STATS_FILE=" + metrics_file_.string()};
-		env.insert(env.end(), extra.begin(), extra.end());
+		// First: a variable given twice is read as its first value, so `extra` overrides.
+		env.insert(env.begin(), extra.begin(), extra.end());
 		return env;
 	}
 

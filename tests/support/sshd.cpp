@@ -119,22 +119,6 @@ sockaddr_storage make_addr(const std::string &address, std::uint16_t port, sockl
 	return ss;
 }
 
-/** A port nobody listens on right now (the kernel's pick for an ephemeral bind). */
-std::uint16_t free_port(const std::string &address)
-{
-	socklen_t len = 0;
-	auto ss = make_addr(address, 0, len);
-	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, reinterpret_cast<sockaddr *>(&ss), len) < 0 ||
-	    getsockname(fd, reinterpret_cast<sockaddr *>(&ss), &len) < 0)
-		throw std::runtime_error(
-		    fmt::format("sshd fixture: no free port on {}: {}", address, strerror(errno)));
-	close(fd);
-	auto port = ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in *>(&ss)->sin_port
-	                                    : reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_port;
-	return ntohs(port);
-}
-
 /** True once something on address:port sends an SSH banner. */
 bool banner_seen(const std::string &address, std::uint16_t port)
 {
@@ -188,6 +172,21 @@ pid_t spawn_sshd(const std::string &config, const std::string &log, const fs::pa
 }
 
 } // namespace
+
+std::uint16_t free_port(const std::string &address)
+{
+	socklen_t len = 0;
+	auto ss = make_addr(address, 0, len);
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, reinterpret_cast<sockaddr *>(&ss), len) < 0 ||
+	    getsockname(fd, reinterpret_cast<sockaddr *>(&ss), &len) < 0)
+		throw std::runtime_error(
+		    fmt::format("sshd fixture: no free port on {}: {}", address, strerror(errno)));
+	close(fd);
+	auto port = ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in *>(&ss)->sin_port
+	                                    : reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_port;
+	return ntohs(port);
+}
 
 sshd::sshd(std::string address) : address_(std::move(address))
 {

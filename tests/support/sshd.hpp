@@ -19,6 +19,10 @@
 namespace rpmem::test
 {
 
+/** A port nobody listens on right now on `address` (the kernel's pick for an ephemeral bind):
+ *  for a server a test starts on loopback. Throws std::runtime_error. */
+std::uint16_t free_port(const std::string &address);
+
 class sshd
 {
 public:
