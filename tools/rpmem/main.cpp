@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// rpmem: create, inspect, verify, check, synchronize and promote remote pool replicas (rpmem(1)).
+// rpmem: create, inspect, verify, check, synchronize, watch and promote remote pool replicas
+// (rpmem(1)).
 //
 //   rpmem create|open-check|info|attr|rm TARGET DESC    one remote pool (rpmem_create & co.)
 //   rpmem verify POOLSET                                master vs each remote replica
@@ -101,7 +102,7 @@ int run(const std::string &name, const command_run &run_it, int unforeseen)
 
 int main(int argc, char **argv)
 {
-	CLI::App app{"rpmem: create, inspect, verify, check, synchronize and promote remote "
+	CLI::App app{"rpmem: create, inspect, verify, check, synchronize, watch and promote remote "
 	             "persistent-memory pool replicas (see rpmem(1))",
 	             "rpmem"};
 	app.set_version_flag("--version", std::string("rpmem ") + RPMEM_TOOL_VERSION);
