@@ -6,10 +6,11 @@
 #   lib/pkgconfig/librpmem.pc             component dev
 #   lib/cmake/rpmem/ (rpmem::rpmem,       component dev
 #                     rpmem::cpp)
-#   bin/rpmemd, etc/rpmemd/rpmemd.conf, rpmemd(1)
+#   bin/rpmemd, etc/rpmemd/rpmemd.conf, rpmemd(1), share/bash-completion/completions/rpmemd
 #                                         component daemon → rpmemd (replica nodes)
 #   bin/rpmem, bin/rpmem-bench, bin/rpmem-floor, their pages, rpmem-poolset(5),
-#   share/rpmem-tools/prometheus/rpmem.rules.yml (alerting and recording rules)
+#   share/rpmem-tools/prometheus/rpmem.rules.yml (alerting and recording rules),
+#   share/bash-completion/completions/rpmem
 #                                         component tools → rpmem-tools (either side; no
 #                                         SSH server pulled onto application hosts)
 #   share/doc/<package>/copyright, changelog.Debian.gz: every package
@@ -46,6 +47,14 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/rpmemConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/rpmemConfig.cmake ${CMAKE_BINARY_DIR}/rpmemConfigVersion.cmake
         DESTINATION ${RPMEM_CMAKE_DIR} COMPONENT dev)
+
+# Bash completion, where Debian's bash-completion loads it the first time each command is
+# completed (/usr/share/bash-completion/completions/COMMAND): rpmem's with the tools, rpmemd's
+# with the daemon.
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/bash-completion/rpmem
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/bash-completion/completions COMPONENT tools)
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/bash-completion/rpmemd
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/bash-completion/completions COMPONENT daemon)
 
 # The Prometheus rules for the metrics files librpmem writes (docs/monitoring.md): data of the
 # tools package, where a Prometheus server's rule_files can name them.

@@ -12,7 +12,7 @@ packages=(
   clang libclang-rt-14-dev clang-format gnuplot-nox
   iproute2 procps psmisc util-linux bsdutils file binutils
   python3 python3-prometheus-client python3-yaml lintian
-  gdb debootstrap tmux
+  gdb debootstrap tmux bash-completion
   prometheus prometheus-node-exporter
 )
 

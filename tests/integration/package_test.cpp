@@ -177,6 +177,19 @@ TEST_CASE("rpmem-tools ships the Prometheus rules, and promtool accepts them as 
 	CHECK(has(r, "SUCCESS: 14 rules found"));
 }
 
+TEST_CASE("rpmem-tools and rpmemd ship their bash completion where bash-completion loads it",
+          "[package][completion]")
+{
+	auto &p = pkgs();
+	const auto dir = fs::path(RPMEM_INSTALL_PREFIX).relative_path() / "share/bash-completion" /
+	                 "completions";
+	for (auto [pkg, file] : {std::pair{"rpmem-tools", "rpmem"}, {"rpmemd", "rpmemd"}}) {
+		auto c = p.contents(pkg);
+		INFO(pkg << " holds no " << (dir / file).string());
+		CHECK(std::find(c.begin(), c.end(), (dir / file).string()) != c.end());
+	}
+}
+
 TEST_CASE("the man pages in the packages render with man -l", "[package][man]")
 {
 	auto &p = pkgs();
