@@ -3,7 +3,7 @@
 # BASE_BUILD (default /tmp/wt-base/build, e.g. a git worktree of an older commit built with
 # `ninja replicated-pool-bench rpmemd`) and build/. Master and replica in /dev/shm,
 # PMEM_IS_PMEM_FORCE=1, tcp on loopback; prints each run's throughput until barrier().
-# Usage: bench/async-large-ab.sh ROUNDS OPS BYTES   (docs/performance.md, issue 17)
+# Usage: bench/async-large-ab.sh ROUNDS OPS BYTES   (docs/lab/performance-records.md, issue 17)
 set -u
 cd "$(dirname "$0")/.."
 rounds=$1 ops=$2 bytes=$3

@@ -1,6 +1,6 @@
 #!/bin/bash
 # 3 alternating rounds: synchronous then asynchronous librpmem under stock libpmemobj
-# (docs/performance.md, issue 17). Uses the build in build/ as it is.
+# (docs/lab/performance-records.md, issue 17). Uses the build in build/ as it is.
 cd "$(dirname "$0")/.."
 for r in 1 2 3; do
   for mode in sync async; do

@@ -1,7 +1,7 @@
 #!/bin/bash
 # A whole copy: an older build's rpmem sync (OLD_BUILD, e.g. a worktree of b60c305 built with
 # scripts/build.sh) against this build's rpmem sync --full, each with its own rpmemd, 5
-# alternating rounds on a 1 GiB pool in /dev/shm (docs/performance.md, issue 16).
+# alternating rounds on a 1 GiB pool in /dev/shm (docs/lab/performance-records.md, issue 16).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 new=$(cd "${BUILD_DIR:-build}" && pwd) old=${OLD_BUILD:?set OLD_BUILD to the older build directory}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A replica's outage under stock libpmemobj (issue 28, docs/performance.md "A replica's outage"):
+# A replica's outage under stock libpmemobj (issue 28; docs/lab/performance-records.md,
+# "A replica's outage"):
 # tests/support/pmemobj_log.c, THREADS threads committing transactions through our librpmem to
 # one replica on a private sshd on loopback (pools in /dev/shm, PMEM_IS_PMEM_FORCE=1).
 #

@@ -1,7 +1,7 @@
 #!/bin/bash
-# Delta resync against a whole copy (issue 16, docs/performance.md): a 1 GiB master in /dev/shm
-# with one remote replica on loopback (tcp, private sshd, PMEM_IS_PMEM_FORCE=1 on rpmemd), and
-# ROUNDS alternating rounds of
+# Delta resync against a whole copy (issue 16, docs/lab/performance-records.md): a 1 GiB
+# master in /dev/shm with one remote replica on loopback (tcp, private sshd,
+# PMEM_IS_PMEM_FORCE=1 on rpmemd), and ROUNDS alternating rounds of
 #   full     rpmem sync --full                         (today's whole copy)
 #   scatter  1 MiB changed in 16 places of 64 KiB, then rpmem sync (delta)
 #   insync   rpmem sync of a replica already in sync   (delta: checksums only)

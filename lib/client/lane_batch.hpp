@@ -98,7 +98,7 @@ inline constexpr std::uint64_t default_pipeline_chunk = 512u << 10;
  * data only inside our calls (tcp: rpmemd's worker receives chunk k+1 while it flushes chunk
  * k), and 0 where it runs progress threads of its own (sockets: with those threads on both
  * sides, the chunks' extra requests cost more than the overlap gains; measured on 2 vCPUs,
- * docs/performance.md).
+ * docs/lab/performance-records.md).
  */
 std::uint64_t pipeline_chunk_for(std::optional<std::uint64_t> asked, bool provider_threads);
 

@@ -214,7 +214,8 @@ public:
 	control::persist_method kind() const override { return control::persist_method::apm; }
 
 	/** The read behind the writes makes no completion at rpmemd: announced writes keep its
-	 * worker polling until the read arrives (measured: tcp, 16-64 KiB, docs/performance.md). */
+	 * worker polling until the read arrives (measured: tcp, 16-64 KiB,
+	 * docs/lab/performance-records.md). */
 	std::uint64_t unsignalled_write_flags() const override
 	{
 		return res_.announce_writes ? FI_REMOTE_CQ_DATA : 0;

@@ -84,8 +84,8 @@ std::unique_ptr<remote_pool> remote_pool::start(bool create, const std::string &
 {
 	check_pool_args(target, descriptor, addr, size, nlanes);
 	// libfabric loads and initializes its providers while SSH connects and rpmemd answers:
-	// a process's first open takes ~365 ms instead of ~650 (docs/performance.md, "Opening a
-	// pool").
+	// a process's first open takes ~365 ms instead of ~650 (docs/lab/performance-records.md,
+	// "Opening a pool").
 	fabric::library::load_ahead();
 	const settings s = opts.tuning ? *opts.tuning : process_settings();
 	auto session = std::make_unique<control_session>(

@@ -172,7 +172,8 @@ struct replicated_pool::impl {
 	/** The calling thread's number for this pool, fixed while it keeps using the pool: its
 	 * lane. Numbered per pool, so a pool's first threads take its first lanes whatever
 	 * other pools the process has (lanes beyond the first connections' cost more where
-	 * rpmemd runs several workers: docs/performance.md, replicated_pool threads). */
+	 * rpmemd runs several workers: docs/lab/performance-records.md, replicated_pool
+	 * threads). */
 	unsigned thread_slot()
 	{
 		thread_local struct {
