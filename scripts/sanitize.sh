@@ -88,8 +88,9 @@ print(",".join(picked))
 ' "$1"
 }
 
-# The random-kill tests repeat one scenario at random points (25 and 20 rounds in
-# scripts/test.sh); instrumented, a few rounds run each path of it through the sanitizers,
+# The random-kill tests repeat one scenario at random points (RPMEM_TEST_ASYNC_KILLS: 25 kills
+# of the async C ABI test and 24 of replicated_pool's async writer in scripts/test.sh;
+# RPMEM_TEST_OUTAGE_KILLS: 20 rounds); instrumented, a few rounds run each path of it through the sanitizers,
 # and the normal build's rounds look for the rare point (CI's time budget).
 export RPMEM_TEST_ASYNC_KILLS=${RPMEM_TEST_ASYNC_KILLS:-8} RPMEM_TEST_OUTAGE_KILLS=${RPMEM_TEST_OUTAGE_KILLS:-4}
 
