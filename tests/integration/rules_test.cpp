@@ -55,12 +55,17 @@ struct two_writers {
 	log_setup async{server_async, node_async, {}, (dir.path / "async.prom").string()};
 	std::unique_ptr<child> sync_writer, async_writer;
 	std::string last_text; // the metrics file wait_for read last, whole
+	fs::path reports() const { return dir.path / "writer-reports"; }
 
 	two_writers()
 	{
 		sync_writer =
 		    sync.start({"RPMEM_RECONNECT_TIMEOUT=1000", "RPMEM_STATS_INTERVAL=100"});
-		async_writer = async.start({"RPMEM_REPLICATION=async", "RPMEM_STATS_INTERVAL=100"});
+		// Ended by libpmemobj when its replica is lost (the fail policy, below).
+		auto async_env = ended_by_libpmemobj_env(reports());
+		async_env.insert(async_env.end(),
+		                 {"RPMEM_REPLICATION=async", "RPMEM_STATS_INTERVAL=100"});
+		async_writer = async.start(async_env);
 		// libpmemobj persists by flush and drain under asynchronous replication: bytes.
 		for (const auto *l : {&sync, &async})
 			wait_for(l->metrics_file(), "bytes reaching the replica",
@@ -92,7 +97,8 @@ struct two_writers {
 		}
 		INFO("waiting in " << file << " for " << what << "; the last samples:\n"
 		                   << samples << "\nthe writers' stderr:\n"
-		                   << sync.errors() << async.errors());
+		                   << sync.errors() << async.errors()
+		                   << sanitizer_reports(reports()));
 		REQUIRE(ready(samples));
 		if (!copy.empty())
 			std::ofstream(copy) << last_text;
@@ -266,6 +272,7 @@ TEST_CASE("prometheus rules: promtool test rules on series from a real writer's 
 	w.wait_for(w.async.metrics_file(), "the pool failed", state_is("failed"),
 	           d / "failed.prom");
 	w.async_writer->wait(std::chrono::seconds(120));
+	only_libpmemobj_crashes(w.reports());
 
 	auto unit_test = [&](const fs::path &rules_file, const fs::path &out) {
 		std::string files =
