@@ -27,6 +27,7 @@ target_include_directories(chaos_pool_writer PRIVATE ${PROJECT_SOURCE_DIR}/tests
 target_link_libraries(chaos_pool_writer PRIVATE rpmem_cpp)
 
 add_executable(rpmem-chaos ${CMAKE_CURRENT_LIST_DIR}/driver.cpp
+               ${CMAKE_CURRENT_LIST_DIR}/options.cpp ${CMAKE_CURRENT_LIST_DIR}/tasks.cpp
                ${CMAKE_CURRENT_LIST_DIR}/cluster.cpp ${CMAKE_CURRENT_LIST_DIR}/writer.cpp
                ${CMAKE_CURRENT_LIST_DIR}/checker.cpp ${CMAKE_CURRENT_LIST_DIR}/proc.cpp)
 target_link_libraries(rpmem-chaos PRIVATE rpmem_chaos_pure rpmem_test_sshd
