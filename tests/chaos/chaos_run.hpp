@@ -13,6 +13,7 @@
 #include "chaos/writer.hpp"
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -132,7 +133,7 @@ private:
 	std::deque<std::pair<double, double>> lags_; // (when, how late the loop woke), seconds
 	double faults_start_ = 0;
 	holdings self_before_;
-	std::uint64_t tool_runs_ = 0, probes_ = 0;
+	std::atomic<std::uint64_t> tool_runs_ = 0, probes_ = 0; // counted by task threads
 	std::string notes_;             // what the final checks noted without failing
 	std::vector<double> slow_last_; // per host: when its link was last seen throttled
 };

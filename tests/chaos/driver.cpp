@@ -729,12 +729,13 @@ int chaos_run::main()
 		}
 		fail(std::string("the driver: ") + e.what());
 	}
-	if (failed())
+	const bool failed_in_run = failed();
+	if (failed_in_run)
 		report_failure();
 	teardown(); // may find leftovers: a failure of its own
 	if (failed()) {
-		if (failure_at_ > 0 && failure_->find("not back to where they started") == 0)
-			report_failure();
+		if (!failed_in_run)
+			report_failure(); // what was left behind
 		std::printf(
 		    "chaos: FAILED: seed %llu%s\n", static_cast<unsigned long long>(o_.seed),
 		    o_.keep ? fmt::format(" (files kept in {})", run_dir_.string()).c_str() : "");

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <mutex>
 #include <sstream>
 #include <sys/wait.h>
 #include <thread>
@@ -224,17 +225,26 @@ void chaos_run::task_kill(std::size_t wi, const event &e)
 void chaos_run::task_tool(std::size_t wi, fault kind)
 {
 	auto &w = *ws_[wi];
-	const auto phase_before = w.current();
-	const auto gen_before = w.generation();
-	const pid_t pid_before = w.pid();
+	// The writer as it is, read under its mutex (a task killing, restarting or regenerating
+	// it holds the mutex meanwhile; the tool itself runs without it).
+	struct seen {
+		writer::phase phase;
+		int generation;
+		pid_t pid;
+		bool operator==(const seen &) const = default;
+	};
+	auto look = [&w] {
+		std::lock_guard l(w.mu);
+		return seen{w.current(), w.generation(), w.pid()};
+	};
+	const auto before = look();
 	const bool sync = kind == fault::tool_sync;
 	auto r = run_bounded(cl_->in_client({RPMEM_BINARY_DIR "/bin/rpmem", sync ? "sync" : "check",
 	                                     w.master_set().string()}),
 	                     w.environment(), run_dir_ / (w.name() + "-tool.log"), 300s);
 	++tool_runs_;
-	const bool running_throughout = phase_before == writer::phase::running &&
-	                                w.current() == writer::phase::running &&
-	                                w.generation() == gen_before && w.pid() == pid_before;
+	const auto after = look();
+	const bool running_throughout = before.phase == writer::phase::running && before == after;
 	note(fmt::format("writer {}: rpmem {}: {} in {:.1f} s{}", w.name(), sync ? "sync" : "check",
 	                 r.describe(), r.seconds,
 	                 running_throughout ? " (the writer ran throughout)" : ""));
