@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 
 namespace rpmem::chaos
 {
@@ -749,11 +750,12 @@ int chaos_run::main()
 
 int main(int argc, char **argv)
 {
-	if (geteuid() != 0) {
+	auto o = rpmem::chaos::parse(argc, argv);
+	if (geteuid() != 0 && !o.print_schedule) {
 		std::fprintf(stderr,
 		             "rpmem-chaos: needs root (network namespaces, tmpfs mounts)\n");
 		return 2;
 	}
-	rpmem::chaos::chaos_run run(rpmem::chaos::parse(argc, argv));
+	rpmem::chaos::chaos_run run(std::move(o));
 	return run.main();
 }

@@ -5,8 +5,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <random>
 #include <sstream>
+#include <type_traits>
 
 namespace rpmem::chaos
 {
@@ -14,14 +16,32 @@ namespace rpmem::chaos
 namespace
 {
 
+constexpr const char *usage_line =
+    "usage: rpmem-chaos [--seed S] [--minutes M | --seconds N] [--hosts 2|3] [--kinds K,...] "
+    "[--writers obj,rps,rpa,pool] [--mean-gap MS] [--print-schedule] [--keep]\n";
+
 [[noreturn]] void usage(const std::string &why)
 {
-	std::fprintf(stderr,
-	             "rpmem-chaos: %s\nusage: rpmem-chaos [--seed S] [--minutes M | --seconds N] "
-	             "[--hosts 2|3] [--kinds K,...] [--writers obj,rps,rpa,pool] [--mean-gap MS] "
-	             "[--print-schedule] [--keep]\n",
-	             why.c_str());
+	std::fprintf(stderr, "rpmem-chaos: %s\n%s", why.c_str(), usage_line);
 	std::exit(2);
+}
+
+/** `text` as a number of type T, all of it, not below `min`; else the usage, naming `what`. */
+template <typename T> T number(const std::string &what, const std::string &text, T min)
+{
+	T v{};
+	std::size_t used = 0;
+	try {
+		if constexpr (std::is_floating_point_v<T>)
+			v = static_cast<T>(std::stod(text, &used));
+		else
+			v = static_cast<T>(std::stoull(text, &used));
+	} catch (const std::exception &) {
+		used = 0;
+	}
+	if (text.empty() || used != text.size() || text.front() == '-' || !(v >= min))
+		usage(fmt::format("{}: '{}' is not a number from {}", what, text, min));
+	return v;
 }
 
 std::vector<std::string> split(const std::string &s)
@@ -48,16 +68,16 @@ options parse(int argc, char **argv)
 			return argv[++i];
 		};
 		if (a == "--seed") {
-			o.seed = std::stoull(value());
+			o.seed = number<std::uint64_t>(a, value(), 0);
 			seeded = true;
 		} else if (a == "--minutes") {
-			o.seconds = std::stod(value()) * 60;
+			o.seconds = number<double>(a, value(), 0) * 60;
 		} else if (a == "--seconds") {
-			o.seconds = std::stod(value());
+			o.seconds = number<double>(a, value(), 0);
 		} else if (a == "--hosts") {
-			o.hosts = std::stoi(value());
+			o.hosts = number<int>(a, value(), 2);
 		} else if (a == "--mean-gap") {
-			o.mean_gap_ms = std::stod(value());
+			o.mean_gap_ms = number<double>(a, value(), 1);
 		} else if (a == "--kinds") {
 			for (const auto &k : split(value())) {
 				bool found = false;
@@ -75,6 +95,9 @@ options parse(int argc, char **argv)
 			o.print_schedule = true;
 		} else if (a == "--keep") {
 			o.keep = true;
+		} else if (a == "--help" || a == "-h") {
+			std::printf("%s", usage_line);
+			std::exit(0);
 		} else {
 			usage("unknown argument " + a);
 		}
