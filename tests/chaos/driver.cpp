@@ -8,180 +8,28 @@
 //
 // One seed drives every random choice (tests/chaos/schedule.hpp). A failure prints the seed,
 // the faults up to it and the history around it, and the run exits 1; setup trouble exits 2.
-#include "chaos/checker.hpp"
-#include "chaos/cluster.hpp"
-#include "chaos/proc.hpp"
-#include "chaos/schedule.hpp"
-#include "chaos/writer.hpp"
+#include "chaos/chaos_run.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <fstream>
-#include <functional>
-#include <future>
-#include <map>
-#include <mutex>
-#include <optional>
-#include <queue>
-#include <random>
 #include <sstream>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
+
+namespace rpmem::chaos
+{
+
+using namespace std::chrono_literals;
 
 namespace
 {
-
-using namespace rpmem::chaos;
-using namespace std::chrono_literals;
-using clock_type = std::chrono::steady_clock;
-
-struct options {
-	std::uint64_t seed = 0;
-	double seconds = 180;
-	int hosts = 3;
-	double mean_gap_ms = 1500;
-	bool print_schedule = false;
-	bool keep = false;
-	std::vector<fault> kinds; // empty: all
-	std::vector<std::string> writers{"obj", "rps", "rpa", "pool"};
-};
-
-[[noreturn]] void usage(const std::string &why)
-{
-	std::fprintf(stderr,
-	             "rpmem-chaos: %s\nusage: rpmem-chaos [--seed S] [--minutes M | --seconds N] "
-	             "[--hosts 2|3] [--kinds K,...] [--writers obj,rps,rpa,pool] [--mean-gap MS] "
-	             "[--print-schedule] [--keep]\n",
-	             why.c_str());
-	std::exit(2);
-}
-
-std::vector<std::string> split(const std::string &s)
-{
-	std::vector<std::string> out;
-	std::istringstream in(s);
-	for (std::string item; std::getline(in, item, ',');)
-		if (!item.empty())
-			out.push_back(item);
-	return out;
-}
-
-options parse(int argc, char **argv)
-{
-	options o;
-	bool seeded = false;
-	for (int i = 1; i < argc; ++i) {
-		const std::string a = argv[i];
-		auto value = [&]() -> std::string {
-			if (i + 1 >= argc)
-				usage(a + " needs a value");
-			return argv[++i];
-		};
-		if (a == "--seed") {
-			o.seed = std::stoull(value());
-			seeded = true;
-		} else if (a == "--minutes") {
-			o.seconds = std::stod(value()) * 60;
-		} else if (a == "--seconds") {
-			o.seconds = std::stod(value());
-		} else if (a == "--hosts") {
-			o.hosts = std::stoi(value());
-		} else if (a == "--mean-gap") {
-			o.mean_gap_ms = std::stod(value());
-		} else if (a == "--kinds") {
-			for (const auto &k : split(value())) {
-				bool found = false;
-				for (int f = 0; f < fault_kinds; ++f)
-					if (k == name(static_cast<fault>(f))) {
-						o.kinds.push_back(static_cast<fault>(f));
-						found = true;
-					}
-				if (!found)
-					usage("no fault kind " + k);
-			}
-		} else if (a == "--writers") {
-			o.writers = split(value());
-		} else if (a == "--print-schedule") {
-			o.print_schedule = true;
-		} else if (a == "--keep") {
-			o.keep = true;
-		} else {
-			usage("unknown argument " + a);
-		}
-	}
-	if (o.hosts < 2 || o.hosts > 3)
-		usage("--hosts: 2 or 3");
-	if (!seeded) {
-		std::random_device rd;
-		o.seed = (std::uint64_t(rd()) << 32 | rd()) % 1000000000000ull;
-	}
-	return o;
-}
-
-/** The command that replays a run: every option that shapes its schedule. */
-std::string replay_command(const options &o)
-{
-	std::string s;
-	if (const char *bug = std::getenv("CHAOS_WRITER_BUG"))
-		s += fmt::format("CHAOS_WRITER_BUG={} ", bug);
-	s += fmt::format("scripts/chaos.sh --seed {} --seconds {:g} --hosts {} --writers {}",
-	                 o.seed, o.seconds, o.hosts, fmt::join(o.writers, ","));
-	if (!o.kinds.empty()) {
-		std::vector<std::string> k;
-		for (auto f : o.kinds)
-			k.push_back(name(f));
-		s += fmt::format(" --kinds {}", fmt::join(k, ","));
-	}
-	if (o.mean_gap_ms != 1500)
-		s += fmt::format(" --mean-gap {:g}", o.mean_gap_ms);
-	return s;
-}
-
-/** The writers a run can have, on hosts 0..n-1. */
-std::vector<writer_config> writer_configs(const options &o)
-{
-	std::vector<int> all;
-	for (int h = 0; h < o.hosts; ++h)
-		all.push_back(h);
-	std::vector<writer_config> out;
-	for (const auto &w : o.writers) {
-		if (w == "obj")
-			out.push_back({"obj", writer_kind::pmemobj, {0, 1}});
-		else if (w == "rps")
-			out.push_back({"rps", writer_kind::rp_sync, all});
-		else if (w == "rpa")
-			out.push_back({"rpa", writer_kind::rp_async, all});
-		else if (w == "pool")
-			out.push_back({"pool", writer_kind::pool, {o.hosts - 1}});
-		else
-			usage("no writer " + w + " (obj, rps, rpa, pool)");
-	}
-	return out;
-}
-
-std::vector<writer_shape> shapes(const std::vector<writer_config> &ws)
-{
-	std::vector<writer_shape> out;
-	for (const auto &w : ws)
-		out.push_back(
-		    {w.name, w.hosts, w.kind != writer_kind::pool, w.kind == writer_kind::pmemobj});
-	return out;
-}
-
-struct kind_stats {
-	int scheduled = 0, applied = 0;
-	std::map<std::string, int> outcomes; // what the applied ones met
-};
 
 /** Leftovers of the run in the machine: namespaces, mounts, routes. */
 std::string machine_leftovers(const std::string &pid_tag, const std::string &run_dir)
@@ -209,104 +57,7 @@ std::string machine_leftovers(const std::string &pid_tag, const std::string &run
 	return out;
 }
 
-class chaos_run
-{
-public:
-	explicit chaos_run(options o) : o_(std::move(o)) {}
-	int main();
-
-private:
-	// --- output
-	double elapsed() const
-	{
-		return std::chrono::duration<double>(clock_type::now() - start_).count();
-	}
-	void note(const std::string &line);
-	void fail(const std::string &why);
-	bool failed()
-	{
-		std::lock_guard g(fail_mu_);
-		return failure_.has_value();
-	}
-	void outcome(fault f, const std::string &what);
-	void report_failure();
-	void report_summary();
-
-	// --- the run
-	void setup();
-	void start_all();
-	void loop();
-	void finish();
-	void teardown();
-	void apply(const event &e);
-	void end_fault(const event &e, pid_t pid);
-	void check_round();
-	std::uint64_t allowance_ns();
-	void spawn_task(const std::string &what, std::function<void()> fn);
-	void reap_tasks(bool all);
-
-	// --- writer tasks (on their own threads, holding the writer's mutex)
-	void task_kill(std::size_t w, const event &e);
-	void task_tool(std::size_t w, fault kind);
-	void task_promote(std::size_t w, int host);
-	bool wait_ready(writer &w, std::chrono::seconds bound);
-	/** Starts w (fresh: a new generation) until it is ready. An open or create may fail
-	 *  while a host it needs is under a fault (librpmem(7): a first open waits for an
-	 *  unreachable host up to the reconnect timeout, then fails): tried again every second,
-	 *  for up to `patience`, as an operator would; then the run fails. */
-	bool start_until_ready(writer &w, bool fresh, std::chrono::seconds patience);
-	/** Runs argv (in the client namespace when `client`) until it is not refused for a pool
-	 *  in use, up to `until`; the last result. */
-	run_result run_tool(const std::vector<std::string> &argv, bool client,
-	                    clock_type::time_point until, const std::string &log_name,
-	                    const std::vector<std::string> &env_extra = {});
-	void probe_refusals(writer &w, std::uint64_t param, clock_type::time_point until);
-	void operator_sync(writer &w, clock_type::time_point until);
-	void operator_check(writer &w, clock_type::time_point until);
-
-	options o_;
-	run_settings s_;
-	std::vector<writer_config> wcfg_;
-	std::vector<event> schedule_;
-	fs::path run_dir_, shm_dir_;
-	std::unique_ptr<cluster> cl_;
-	std::vector<std::unique_ptr<writer>> ws_;
-	std::vector<std::unique_ptr<checker>> cs_;
-	std::vector<std::optional<holdings>> baseline_; // per writer: after it first caught up
-	std::vector<pid_t> baseline_pid_;
-	clock_type::time_point start_ = clock_type::now();
-
-	std::mutex log_mu_;
-	std::vector<std::string> log_;
-	std::mutex fail_mu_;
-	std::optional<std::string> failure_;
-	double failure_at_ = 0;
-	std::array<kind_stats, fault_kinds> stats_{};
-
-	struct task {
-		std::string what;
-		std::future<void> done;
-	};
-	std::vector<task> tasks_;
-
-	struct timed {
-		double at;
-		std::uint64_t seq;
-		std::function<void()> fn;
-		bool operator>(const timed &o) const
-		{
-			return at != o.at ? at > o.at : seq > o.seq;
-		}
-	};
-	std::priority_queue<timed, std::vector<timed>, std::greater<>> ends_;
-	std::uint64_t seq_ = 0;
-	std::deque<std::pair<double, double>> lags_; // (when, how late the loop woke), seconds
-	double faults_start_ = 0;
-	holdings self_before_;
-	std::uint64_t tool_runs_ = 0, probes_ = 0;
-	std::string notes_;             // what the final checks noted without failing
-	std::vector<double> slow_last_; // per host: when its link was last seen throttled
-};
+} // namespace
 
 void chaos_run::note(const std::string &line)
 {
@@ -562,348 +313,6 @@ void chaos_run::end_fault(const event &e, pid_t pid)
 	default:
 		break;
 	}
-}
-
-// ---------------------------------------------------------------------------------------------
-// writer tasks
-
-run_result chaos_run::run_tool(const std::vector<std::string> &argv, bool client,
-                               clock_type::time_point until, const std::string &log_name,
-                               const std::vector<std::string> &env_extra)
-{
-	auto env = ws_.empty() ? std::vector<std::string>{} : ws_[0]->environment();
-	env.insert(env.end(), env_extra.begin(), env_extra.end());
-	const auto log = run_dir_ / (log_name + ".log");
-	for (;;) {
-		++tool_runs_;
-		auto r = run_bounded(client ? cl_->in_client(argv) : argv, env, log, 300s);
-		const bool in_use = r.output.find("has it open") != std::string::npos ||
-		                    r.output.find("in use") != std::string::npos ||
-		                    r.output.find("locked") != std::string::npos;
-		if (r.status == -1 || r.exited(0) || !in_use || clock_type::now() >= until)
-			return r;
-		std::this_thread::sleep_for(200ms);
-	}
-}
-
-std::string first_lines(const std::string &s, int n = 4)
-{
-	std::istringstream in(s);
-	std::string out;
-	for (std::string line; n > 0 && std::getline(in, line); --n)
-		out += "      " + line + "\n";
-	return out;
-}
-
-void chaos_run::probe_refusals(writer &w, std::uint64_t param, clock_type::time_point until)
-{
-	// Stock libpmemobj (through our librpmem, RPMEM_ON_OUTAGE=fail) or replicated_pool::open
-	// under failure_policy::fail must refuse a pool set whose replica is marked.
-	const auto bin = std::string(RPMEM_BINARY_DIR "/bin/");
-	const bool obj = w.config().kind == writer_kind::pmemobj;
-	++probes_;
-	auto r = obj ? run_tool({bin + "rpmem_pmemobj_log", "check", w.master_set().string(),
-	                         w.history_file().string()},
-	                        true, until, w.name() + "-probe-open", {"RPMEM_ON_OUTAGE=fail"})
-	             : run_tool({bin + "chaos_rp_writer", "probe", w.master_set().string()}, true,
-	                        until, w.name() + "-probe-open");
-	const std::string who = obj ? "stock libpmemobj (RPMEM_ON_OUTAGE=fail)"
-	                            : "replicated_pool::open (failure_policy::fail)";
-	if (r.status == -1 || (r.status >= 0 && WIFSIGNALED(r.status)))
-		fail(fmt::format("{} on {} with a marked replica: {}:\n{}", who, w.name(),
-		                 r.describe(), first_lines(r.output, 12)));
-	else if (r.exited(0))
-		fail(fmt::format("{} opened {} while its replicas are marked possibly behind "
-		                 "(its writer was killed):\n{}",
-		                 who, w.master_set().string(), first_lines(r.output, 12)));
-	else if (r.output.find("behind") != std::string::npos)
-		outcome(fault::writer_kill, "open refused (marked)");
-	else
-		outcome(fault::writer_kill, "open probe inconclusive");
-	// rpmem promote without --force, on one replica's host.
-	const int rep = static_cast<int>(param % w.replicas());
-	auto p = run_tool(
-	    {RPMEM_BINARY_DIR "/bin/rpmem", "promote", "--dry-run", w.replica_set(rep).string()},
-	    false, until, w.name() + "-probe-promote");
-	if (p.exited(0) && w.unmarked_by_gap(static_cast<std::size_t>(rep)))
-		outcome(fault::writer_kill, "promote accepted (unmarked: the documented gap)");
-	else if (p.exited(0))
-		fail(fmt::format("rpmem promote --dry-run accepted replica {} of {} ({}) marked "
-		                 "possibly behind, without --force:\n{}",
-		                 rep, w.name(), w.replica_set(rep).string(),
-		                 first_lines(p.output, 12)));
-	else if (p.status == -1 || WIFSIGNALED(p.status))
-		fail(fmt::format("rpmem promote --dry-run on {}: {}:\n{}",
-		                 w.replica_set(rep).string(), p.describe(),
-		                 first_lines(p.output, 12)));
-	else if (p.output.find("--force") != std::string::npos)
-		outcome(fault::writer_kill, "promote refused (marked)");
-	else
-		outcome(fault::writer_kill, "promote probe inconclusive");
-	note(fmt::format("writer {}: refusals probed: {}: {}; promote: {}", w.name(), who,
-	                 r.describe(), p.describe()));
-}
-
-void chaos_run::operator_sync(writer &w, clock_type::time_point until)
-{
-	auto r = run_tool({RPMEM_BINARY_DIR "/bin/rpmem", "sync", w.master_set().string()}, true,
-	                  until, w.name() + "-operator-sync");
-	note(fmt::format("writer {} is down: rpmem sync: {} in {:.1f} s", w.name(), r.describe(),
-	                 r.seconds));
-	if (r.status == -1 || WIFSIGNALED(r.status)) {
-		fail(fmt::format("rpmem sync {}: {}:\n{}", w.master_set().string(), r.describe(),
-		                 first_lines(r.output, 12)));
-		return;
-	}
-	if (!r.exited(0)) {
-		outcome(fault::writer_kill, "sync failed");
-		bool faulty = false;
-		for (int h : w.config().hosts)
-			faulty = faulty || cl_->at(h).under_fault();
-		if (!faulty)
-			note(fmt::format(
-			    "writer {}: rpmem sync failed with no fault on its hosts:\n{}",
-			    w.name(), first_lines(r.output, 6)));
-		return;
-	}
-	outcome(fault::writer_kill, "synced");
-	// Synced: every replica unmarked and holding everything acknowledged.
-	const auto acked = w.acked();
-	for (std::size_t i = 0; i < w.replicas(); ++i) {
-		const auto m = w.marked(i);
-		if (!m || *m) {
-			fail(fmt::format("after rpmem sync {} succeeded, replica {} is {}",
-			                 w.master_set().string(), i,
-			                 m ? "still marked possibly behind" : "without a header"));
-			return;
-		}
-		if (auto v = w.check_replica(i, acked, false, std::uint64_t(1) << 40); !v.empty()) {
-			fail("after rpmem sync succeeded: " + v);
-			return;
-		}
-	}
-	auto c = run_tool({RPMEM_BINARY_DIR "/bin/rpmem", "check", w.master_set().string()}, true,
-	                  until, w.name() + "-operator-check");
-	if (c.exited(1) || c.status == -1 || WIFSIGNALED(c.status))
-		fail(fmt::format("rpmem check {} right after a successful sync: {}:\n{}",
-		                 w.master_set().string(), c.describe(), first_lines(c.output, 12)));
-}
-
-void chaos_run::operator_check(writer &w, clock_type::time_point until)
-{
-	auto c = run_tool({RPMEM_BINARY_DIR "/bin/rpmem", "check", w.master_set().string()}, true,
-	                  until, w.name() + "-operator-check");
-	note(fmt::format("writer {} is down: rpmem check: {}", w.name(), c.describe()));
-	if (c.status == -1 || WIFSIGNALED(c.status)) {
-		fail(fmt::format("rpmem check {}: {}:\n{}", w.master_set().string(), c.describe(),
-		                 first_lines(c.output, 12)));
-		return;
-	}
-	bool any_marked = false;
-	for (std::size_t i = 0; i < w.replicas(); ++i)
-		any_marked = any_marked || w.marked(i).value_or(false);
-	if (c.exited(0) && any_marked)
-		fail(fmt::format("rpmem check {} says the set is consistent while a replica is "
-		                 "marked possibly behind:\n{}",
-		                 w.master_set().string(), first_lines(c.output, 12)));
-	outcome(fault::writer_kill, fmt::format("check {}", c.describe()));
-}
-
-void chaos_run::task_kill(std::size_t wi, const event &e)
-{
-	auto &w = *ws_[wi];
-	std::unique_lock l(w.mu);
-	if (w.current() != writer::phase::running) {
-		outcome(fault::writer_kill, "not running");
-		return;
-	}
-	const auto acked = w.acked();
-	const pid_t pid = w.pid();
-	w.kill();
-	note(fmt::format("writer {}: pid {} killed (acknowledged {})", w.name(), pid,
-	                 fmt::join(acked, " ")));
-	const auto until = clock_type::now() + std::chrono::milliseconds(e.duration_ms);
-	if (w.marks_replicas())
-		for (std::size_t r = 0; r < w.replicas(); ++r) {
-			const auto m = w.marked(r);
-			if (m && !*m && w.unmarked_by_gap(r)) {
-				note(fmt::format("writer {}: replica {} unmarked at the kill: "
-				                 "unreachable at open and not caught up since (the "
-				                 "documented gap)",
-				                 w.name(), r));
-				continue;
-			}
-			if (!m || !*m) {
-				fail(fmt::format(
-				    "writer {} was killed and its replica {} ({}) is {}: a "
-				    "replica it may have left behind would be taken as current",
-				    w.name(), r, w.replica_part(static_cast<int>(r)).string(),
-				    m ? "not marked possibly behind" : "without a header"));
-				return;
-			}
-		}
-	// The operator's move while it is down (seeded): nothing, the refusal probes, a sync,
-	// a check.
-	if (w.has_poolset()) {
-		switch (e.param % 4) {
-		case 1:
-			probe_refusals(w, e.param / 4, until);
-			break;
-		case 2:
-			operator_sync(w, until);
-			break;
-		case 3:
-			operator_check(w, until);
-			break;
-		default:
-			break;
-		}
-	}
-	std::this_thread::sleep_until(until);
-	if (failed())
-		return;
-	if (start_until_ready(w, false, 120s)) {
-		note(fmt::format("writer {}: opened again, recovered, running (pid {})", w.name(),
-		                 w.pid()));
-		outcome(fault::writer_kill, "restarted");
-	}
-}
-
-void chaos_run::task_tool(std::size_t wi, fault kind)
-{
-	auto &w = *ws_[wi];
-	const auto phase_before = w.current();
-	const auto gen_before = w.generation();
-	const pid_t pid_before = w.pid();
-	const bool sync = kind == fault::tool_sync;
-	auto r = run_bounded(cl_->in_client({RPMEM_BINARY_DIR "/bin/rpmem", sync ? "sync" : "check",
-	                                     w.master_set().string()}),
-	                     w.environment(), run_dir_ / (w.name() + "-tool.log"), 300s);
-	++tool_runs_;
-	const bool running_throughout = phase_before == writer::phase::running &&
-	                                w.current() == writer::phase::running &&
-	                                w.generation() == gen_before && w.pid() == pid_before;
-	note(fmt::format("writer {}: rpmem {}: {} in {:.1f} s{}", w.name(), sync ? "sync" : "check",
-	                 r.describe(), r.seconds,
-	                 running_throughout ? " (the writer ran throughout)" : ""));
-	if (r.status == -1 || WIFSIGNALED(r.status)) {
-		fail(fmt::format("rpmem {} {}: {}:\n{}", sync ? "sync" : "check",
-		                 w.master_set().string(), r.describe(), first_lines(r.output, 12)));
-		return;
-	}
-	if (running_throughout && r.exited(0))
-		fail(fmt::format("rpmem {} {} succeeded while the writer had the pool open:\n{}",
-		                 sync ? "sync" : "check", w.master_set().string(),
-		                 first_lines(r.output, 12)));
-	outcome(kind, fmt::format("{}{}", r.describe(), running_throughout ? " (in use)" : ""));
-}
-
-void chaos_run::task_promote(std::size_t wi, int host)
-{
-	auto &w = *ws_[wi];
-	std::unique_lock l(w.mu);
-	const int rep =
-	    static_cast<int>(std::find(w.config().hosts.begin(), w.config().hosts.end(), host) -
-	                     w.config().hosts.begin());
-	const auto covered = cs_[wi]->covered(static_cast<std::size_t>(rep));
-	const auto acked = w.acked();
-	if (w.current() == writer::phase::running || w.current() == writer::phase::starting)
-		w.kill();
-	std::error_code ec;
-	fs::remove(w.master_part(), ec);
-	note(fmt::format("writer {}: killed, master {} removed (declared lost; acknowledged {}; "
-	                 "replica {} covered {})",
-	                 w.name(), w.master_part().string(), fmt::join(acked, " "), rep,
-	                 fmt::join(covered, " ")));
-	const auto until = clock_type::now() + 30s;
-	const auto set = w.replica_set(rep).string();
-	const auto out = (cl_->at(host).fs / (w.name() + "-promoted.set")).string();
-	const std::string tool = RPMEM_BINARY_DIR "/bin/rpmem";
-	auto p =
-	    run_tool({tool, "promote", set, "--output", out}, false, until, w.name() + "-promote");
-	const bool marked = w.marked(static_cast<std::size_t>(rep)).value_or(false);
-	// The documented gap (replicated_pool.hpp, rpmem(1)): a replica unreachable when the
-	// writer opened the set carries no mark of its own until the healer reaches it; only the
-	// master's record, lost with the master here, said it is behind. Promoting it is what the
-	// log line at open warns against; what it holds is still checked below.
-	const bool gap = !marked && w.unmarked_by_gap(static_cast<std::size_t>(rep));
-	if (p.exited(0) && gap) {
-		note(fmt::format("writer {}: rpmem promote {} accepted replica {} without --force: "
-		                 "unreachable when the writer opened the set, it was never marked "
-		                 "(the documented gap)",
-		                 w.name(), set, rep));
-		outcome(fault::promote, "promoted unmarked (the documented gap)");
-	} else if (p.exited(0)) {
-		fail(fmt::format(
-		    "rpmem promote {} (no --force) promoted a replica whose writer was "
-		    "killed ({}):\n{}",
-		    set, marked ? "it is marked possibly behind" : "it is not even marked",
-		    first_lines(p.output, 12)));
-		return;
-	}
-	if (p.status == -1 || WIFSIGNALED(p.status)) {
-		fail(fmt::format("rpmem promote {}: {}:\n{}", set, p.describe(),
-		                 first_lines(p.output, 12)));
-		return;
-	}
-	const bool refused_marked = p.output.find("--force") != std::string::npos;
-	if (!p.exited(0))
-		outcome(fault::promote,
-		        refused_marked ? "refused without --force" : "refused (other)");
-	auto f = p.exited(0) ? p
-	                     : run_tool({tool, "promote", "--force", set, "--output", out}, false,
-	                                until, w.name() + "-promote-force");
-	note(fmt::format("writer {}: rpmem promote {}: {} without --force{}, {} with it", w.name(),
-	                 set, p.describe(), refused_marked ? " (marked: refused)" : "",
-	                 f.describe()));
-	if (f.exited(0)) {
-		if (!p.exited(0))
-			outcome(fault::promote, "promoted with --force");
-		auto c = run_bounded({RPMEM_BINARY_DIR "/bin/rpmem_pmemobj_log", "check-consistent",
-		                      out, w.history_file().string()},
-		                     w.environment(), run_dir_ / (w.name() + "-promoted-check.log"),
-		                     300s);
-		const auto holds_at = c.output.find("holds");
-		std::vector<std::uint64_t> holds;
-		if (holds_at != std::string::npos) {
-			std::istringstream in(c.output.substr(holds_at + 5));
-			for (std::uint64_t v; in >> v;)
-				holds.push_back(v);
-		}
-		bool complete = true;
-		for (std::size_t t = 0; t < acked.size() && t < covered.size(); ++t)
-			complete = complete && covered[t] >= acked[t];
-		note(fmt::format(
-		    "writer {}: the promoted replica opened by stock libpmemobj: {}: {}", w.name(),
-		    c.describe(), first_lines(c.output, 2)));
-		if (c.exited(0) && holds.size() >= covered.size()) {
-			for (std::size_t t = 0; t < covered.size(); ++t)
-				if (holds[t] < covered[t]) {
-					fail(fmt::format(
-					    "the promoted replica {} of {} holds {} records of "
-					    "thread {}, but {} were acknowledged while it was in "
-					    "sync:\n{}",
-					    rep, w.name(), holds[t], t, covered[t],
-					    first_lines(c.output, 6)));
-					return;
-				}
-			outcome(fault::promote, "promoted replica consistent");
-		} else if (complete) {
-			fail(fmt::format("the promoted replica {} of {} was in sync with every "
-			                 "acknowledged record, yet stock libpmemobj says: {}:\n{}",
-			                 rep, w.name(), c.describe(), first_lines(c.output, 12)));
-			return;
-		} else {
-			outcome(fault::promote, "promoted replica behind: not consistent");
-		}
-	} else {
-		outcome(fault::promote, "--force failed: " + f.describe());
-	}
-	if (failed())
-		return;
-	if (start_until_ready(w, true, 120s))
-		note(fmt::format("writer {}: a new generation ({}) created and running", w.name(),
-		                 w.generation()));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1321,12 +730,13 @@ int chaos_run::main()
 		}
 		fail(std::string("the driver: ") + e.what());
 	}
-	if (failed())
+	const bool failed_in_run = failed();
+	if (failed_in_run)
 		report_failure();
 	teardown(); // may find leftovers: a failure of its own
 	if (failed()) {
-		if (failure_at_ > 0 && failure_->find("not back to where they started") == 0)
-			report_failure();
+		if (!failed_in_run)
+			report_failure(); // what was left behind
 		std::printf(
 		    "chaos: FAILED: seed %llu%s\n", static_cast<unsigned long long>(o_.seed),
 		    o_.keep ? fmt::format(" (files kept in {})", run_dir_.string()).c_str() : "");
@@ -1336,15 +746,16 @@ int chaos_run::main()
 	return 0;
 }
 
-} // namespace
+} // namespace rpmem::chaos
 
 int main(int argc, char **argv)
 {
-	if (geteuid() != 0) {
+	auto o = rpmem::chaos::parse(argc, argv);
+	if (geteuid() != 0 && !o.print_schedule) {
 		std::fprintf(stderr,
 		             "rpmem-chaos: needs root (network namespaces, tmpfs mounts)\n");
 		return 2;
 	}
-	chaos_run run(parse(argc, argv));
+	rpmem::chaos::chaos_run run(std::move(o));
 	return run.main();
 }
