@@ -40,6 +40,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +76,7 @@ struct history {
 static PMEMobjpool *pop;
 static PMEMoid root_oid;
 static struct history *hist;
-static volatile int stop;
+static atomic_int stop;             /* set by the main thread when stdin ends */
 static uint64_t first[MAX_THREADS]; /* the first transaction of each thread */
 static useconds_t pace_us;
 
@@ -115,7 +116,7 @@ static void *writer(void *arg)
 	const uint64_t t = (uint64_t)(uintptr_t)arg;
 	struct root *r = pmemobj_direct(root_oid);
 	uint64_t *log = pmemobj_direct(r->log[t]);
-	for (uint64_t k = first[t]; !stop; ++k) {
+	for (uint64_t k = first[t]; !atomic_load_explicit(&stop, memory_order_relaxed); ++k) {
 		uint64_t *rec = log + (k % SLOTS) * WORDS;
 		const uint64_t begin = now_ns();
 		hist->call_start_ns[t] = begin;
@@ -171,7 +172,7 @@ static int write_until_eof(int threads)
 	char c;
 	while (read(0, &c, 1) > 0)
 		;
-	stop = 1;
+	atomic_store_explicit(&stop, 1, memory_order_relaxed);
 	for (int t = 0; t < threads; ++t)
 		pthread_join(tid[t], NULL);
 	hist->phase = 2;
