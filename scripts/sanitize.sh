@@ -148,7 +148,11 @@ tsan)
   # shell-script ABI checks, and the outage scenarios of stock libpmemobj (integration_outage:
   # minutes of faults whose threads are libpmemobj's; resilient_pool's own threads run under
   # TSan in integration_capi, whose pools all go through it).
-  exclude=${TSAN_EXCLUDE:-integration_ssh|abi_header_test|integration_package|integration_outage|$foreign_re|.*\.sh}
+  # integration_top and integration_rules run the same stock-libpmemobj writers through a
+  # replica's loss and online catch-up. The catch-up reads blocks of the master while
+  # libpmemobj writes them, by design (a block written meanwhile is dirty again and sent again;
+  # the last round holds the calls), and TSan reports that as a race on the pool's memory.
+  exclude=${TSAN_EXCLUDE:-integration_ssh|abi_header_test|integration_package|integration_outage|integration_top|integration_rules|$foreign_re|.*\.sh}
   run_ctest "multi-threaded tests" "$(select_tests "not re.fullmatch(r'$exclude', exe) and not re.fullmatch(r'$static_re', cmd)")"
   ;;
 esac
