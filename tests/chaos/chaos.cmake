@@ -43,7 +43,7 @@ add_dependencies(rpmem-chaos rpmem rpmemd rpmem-tool rpmem_pmemobj_log chaos_rp_
 add_test(NAME "chaos: rpmem-chaos refuses bad option values with its usage, --help prints it"
   COMMAND sh -c "set -e; c=$<TARGET_FILE:rpmem-chaos>
     $c --help | grep -q '^usage: rpmem-chaos'
-    for bad in '--seed abc' '--seconds -5' '--minutes 1x' '--hosts 5' '--mean-gap 0' '--seed'; do
+    for bad in '--seed abc' '--seconds -5' '--minutes 1x' '--hosts 5' '--hosts 4294967298' '--mean-gap 0' '--seed'; do
       st=0; out=$($c $bad --print-schedule 2>&1) || st=$?
       [ $st -eq 2 ] || { echo \"$bad: exit $st, expected 2: $out\"; exit 1; }
       echo \"$out\" | grep -q '^usage: rpmem-chaos' || { echo \"$bad: no usage: $out\"; exit 1; }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <type_traits>
@@ -34,8 +35,11 @@ template <typename T> T number(const std::string &what, const std::string &text,
 	try {
 		if constexpr (std::is_floating_point_v<T>)
 			v = static_cast<T>(std::stod(text, &used));
+		else if (const auto n = std::stoull(text, &used);
+		         n <= static_cast<unsigned long long>(std::numeric_limits<T>::max()))
+			v = static_cast<T>(n);
 		else
-			v = static_cast<T>(std::stoull(text, &used));
+			used = 0; // wider than T: not wrapped into a small value
 	} catch (const std::exception &) {
 		used = 0;
 	}
