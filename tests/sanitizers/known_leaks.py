@@ -26,7 +26,10 @@ def load_signatures(path):
     return sites
 
 
-def digest_of(path, cache={}):
+_digests = {}
+
+
+def digest_of(path, cache=_digests):
     if path not in cache:
         try:
             with open(path, "rb") as f:
