@@ -88,6 +88,10 @@ struct config {
 	// Extension: where each session with an open pool keeps its status record (`rpmem
 	// status` lists them); empty: control::default_session_dir(); "none": no records.
 	std::string status_dir;
+	// Extension: how long a resident rpmemd (daemon/resident.hpp) waits for the next session
+	// after the last one ended before it exits; 0 ("no", the default): no resident, every
+	// session starts its own rpmemd as PMDK's did.
+	std::chrono::seconds resident{0};
 };
 
 /** The settings a config file may set; command-line values for them win over config files. */
@@ -107,6 +111,7 @@ enum class setting {
 	status_dir,
 	nic_writes_durable,
 	port_range,
+	resident,
 	count_
 };
 
@@ -176,6 +181,9 @@ std::optional<port_range> parse_port_range(std::string_view text);
 inline constexpr unsigned max_nthreads = 1024;
 inline constexpr long long max_heartbeat_ms = 3'600'000;
 inline constexpr long long max_auth_timeout_ms = 60'000;
+inline constexpr long long max_resident_s = 604'800; // a week
+/** The idle time of `resident = yes`. */
+inline constexpr long long default_resident_s = 600;
 
 /** The --help text (usage.cpp); `program` is argv[0]. */
 std::string usage(std::string_view program);

@@ -48,6 +48,7 @@ const option long_options[] = {
     {"status-dir", required_argument, nullptr, long_only(setting::status_dir)},
     {"nic-writes-durable", no_argument, nullptr, long_only(setting::nic_writes_durable)},
     {"port-range", required_argument, nullptr, long_only(setting::port_range)},
+    {"resident", required_argument, nullptr, long_only(setting::resident)},
     {nullptr, 0, nullptr, 0},
 };
 

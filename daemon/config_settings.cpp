@@ -129,6 +129,13 @@ void apply(config &cfg, setting s, std::string_view value, const cmdline_mask &k
 	case setting::port_range:
 		return set(cfg.ports, parsed(value, parse_port_range, "a port range",
 		                             "first-last or one port, from 1 to 65535"));
+	case setting::resident:
+		// Seconds of idleness; "yes" the default idle time, "no" none at all.
+		return set(cfg.resident,
+		           std::chrono::seconds(value == "no" ? 0
+		                                : value == "yes"
+		                                    ? default_resident_s
+		                                    : number_value(value, 1, max_resident_s)));
 	case setting::count_:
 		break;
 	}
@@ -173,6 +180,8 @@ std::optional<std::string> value_text(const config &cfg, setting s)
 		return cfg.ports->first == cfg.ports->last
 		           ? std::to_string(cfg.ports->first)
 		           : fmt::format("{}-{}", cfg.ports->first, cfg.ports->last);
+	case setting::resident:
+		return cfg.resident.count() ? std::to_string(cfg.resident.count()) : "no";
 	case setting::count_:
 		break;
 	}

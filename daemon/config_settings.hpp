@@ -42,6 +42,7 @@ inline constexpr std::array<setting_info, static_cast<std::size_t>(setting::coun
     {setting::status_dir, "status-dir"},
     {setting::nic_writes_durable, "nic-writes-durable"},
     {setting::port_range, "port-range"},
+    {setting::resident, "resident"},
 }};
 
 /** Config text as it may appear in a message: bounded (a line may be any length) and with

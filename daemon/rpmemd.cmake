@@ -8,6 +8,6 @@ target_link_libraries(rpmemd_session PUBLIC rpmemd_config rpmemd_store rpmemd_la
 target_include_directories(rpmemd_session PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 
 add_executable(rpmemd rpmemd.cpp target.cpp target_listen.cpp target_worker.cpp)
-target_link_libraries(rpmemd PRIVATE rpmemd_session rpmemd_config rpmemd_store rpmemd_guard rpmemd_lane rpmemd_plan rpmem_control
+target_link_libraries(rpmemd PRIVATE rpmemd_session rpmemd_resident rpmemd_config rpmemd_store rpmemd_guard rpmemd_lane rpmemd_plan rpmem_control
                       rpmem_fabric fmt::fmt Threads::Threads)
 install(TARGETS rpmemd RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT daemon)

@@ -1,21 +1,29 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rpmemd: the replica-side daemon. One process per SSH session and at most one pool per
 // process; the SSH login authenticated the user, Unix permissions authorize. stdout carries
-// the control protocol and nothing else.
+// the control protocol and nothing else. A session starts fast where a resident rpmemd of
+// the same user and configuration runs (resident.hpp): the rpmemd sshd started hands it the
+// session and stands in for the session's process.
 #include "config.hpp"
 #include "log.hpp"
 #include "pool_header.hpp"
 #include "pool_store.hpp"
+#include "relay.hpp"
+#include "resident.hpp"
 #include "session.hpp"
 
 #include "control/codec.hpp"
 #include "control/fd_stream.hpp"
+#include "fabric/library.hpp"
 #include "rpmem/error.hpp"
 
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
 #include <iostream>
 #include <sstream>
+#include <string_view>
 #include <unistd.h>
 
 namespace
@@ -83,6 +91,95 @@ int remove_pool(const rpmemd::config &cfg)
 	}
 }
 
+/** Serves one session on stdin/stdout: the hello, then the control loop. */
+int serve(const rpmemd::config &cfg)
+{
+	auto origin = read_ssh_connection();
+	ctl::fd_stream io(STDIN_FILENO, STDOUT_FILENO);
+	try {
+		if (origin.server_address.empty())
+			throw rpmem::error(EINVAL, "SSH_CONNECTION is not set: rpmemd must be "
+			                           "started over ssh by librpmem");
+		rpmemd::pool_store store(cfg.poolset_dir);
+		send_hello(io, ctl::status::success, 0, {});
+		return rpmemd::run_session(cfg, store, io, origin.peer, origin.server_address,
+		                           rpmemd::start_target);
+	} catch (const rpmem::error &e) {
+		rpmemd::log_err("start-up failed: {}", e.message());
+		send_start_failure(e);
+		return 1;
+	}
+}
+
+/** What a spare of the resident does before it waits: what a session would do first when
+ *  it opens a pool, and what costs the most (~0.4 s on Debian): load libfabric and initialize
+ *  its providers (a provider name nobody has makes fi_getinfo do that and nothing else).
+ *  A failure is the session's to report, when it needs libfabric. */
+void warm_fabric() noexcept
+{
+	namespace lib = rpmem::fabric::library;
+	try {
+		lib::load();
+		fi_info *hints = lib::allocinfo();
+		if (!hints)
+			return;
+		hints->fabric_attr->prov_name = ::strdup("rpmem-no-such-provider");
+		fi_info *found = nullptr;
+		lib::getinfo(FI_VERSION(1, 4), nullptr, nullptr, 0, hints, &found);
+		lib::freeinfo(found);
+		lib::freeinfo(hints);
+	} catch (const std::exception &) {
+	}
+	// The provider scan's last dlopen error, freed now rather than reported as a leak.
+	while (::dlerror() != nullptr) {
+	}
+}
+
+std::vector<std::string> arguments(int argc, char **argv)
+{
+	return std::vector<std::string>(argv + std::min(argc, 1), argv + argc);
+}
+
+/** The rpmemd sshd started, with a resident configured: hands the session to one (never
+ *  returns then), or starts one for the sessions after and returns to serve this one. */
+void try_resident(const rpmemd::config &cfg, int argc, char **argv)
+{
+	namespace res = rpmemd::resident;
+	// Run by hand (a terminal), or not over SSH: nothing to hand over.
+	if (isatty(STDIN_FILENO) || isatty(STDOUT_FILENO) || !std::getenv("SSH_CONNECTION"))
+		return;
+	const auto id = res::identify(arguments(argc, argv),
+	                              res::config_files(cfg, rpmemd::environment::from_process()));
+	std::string why;
+	const auto where = res::locate(cfg, id, &why);
+	if (!where) {
+		rpmemd::log_info("no resident rpmemd: {}", why);
+		return;
+	}
+	const auto r = res::relay(*where, id);
+	rpmemd::log_info("this rpmemd serves its session itself: {}", r.why);
+	if (r.no_resident)
+		res::spawn(argv);
+}
+
+int run_resident(const rpmemd::config &cfg, int argc, char **argv)
+{
+	namespace res = rpmemd::resident;
+	const auto id = res::identify(arguments(argc, argv),
+	                              res::config_files(cfg, rpmemd::environment::from_process()));
+	std::string why;
+	const auto where = res::locate(cfg, id, &why);
+	if (!where) {
+		rpmemd::log_warn("resident rpmemd: {}", why);
+		return 0;
+	}
+	res::settings s;
+	s.idle = cfg.resident;
+	s.poolset_dir = cfg.poolset_dir;
+	res::hooks h{warm_fabric, [&cfg] { return serve(cfg); }};
+	return res::run(id, *where, s, h, argv);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -120,20 +217,9 @@ int main(int argc, char **argv)
 	rpmemd::report_bus_errors(log.file_fd());
 	if (cfg.remove_desc)
 		return remove_pool(cfg);
-
-	auto origin = read_ssh_connection();
-	ctl::fd_stream io(STDIN_FILENO, STDOUT_FILENO);
-	try {
-		if (origin.server_address.empty())
-			throw rpmem::error(EINVAL, "SSH_CONNECTION is not set: rpmemd must be "
-			                           "started over ssh by librpmem");
-		rpmemd::pool_store store(cfg.poolset_dir);
-		send_hello(io, ctl::status::success, 0, {});
-		return rpmemd::run_session(cfg, store, io, origin.peer, origin.server_address,
-		                           rpmemd::start_target);
-	} catch (const rpmem::error &e) {
-		rpmemd::log_err("start-up failed: {}", e.message());
-		send_start_failure(e);
-		return 1;
-	}
+	if (std::string_view(argv[0]) == rpmemd::resident::resident_name)
+		return run_resident(cfg, argc, argv);
+	if (cfg.resident.count() > 0)
+		try_resident(cfg, argc, argv);
+	return serve(cfg);
 }

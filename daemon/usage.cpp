@@ -63,14 +63,20 @@ std::string usage(std::string_view program)
 	    "      --status-dir <path>   where sessions record what they serve for `rpmem\n"
 	    "                            status` (default /run/user/UID/rpmemd, else\n"
 	    "                            /tmp/rpmemd-UID; none: no records)\n"
+	    "      --resident <seconds|yes|no>\n"
+	    "                            keep a resident rpmemd that starts later sessions of\n"
+	    "                            this user and configuration fast, until <seconds>\n"
+	    "                            after the last one ended (1 to {}; yes: {};\n"
+	    "                            default no)\n"
 	    "\n"
 	    "Config files: /etc/rpmemd/rpmemd.conf, then ~/.rpmemd.conf (or only --config).\n"
 	    "One 'key = value' per line, '#' starts a comment, booleans are yes or no.\n"
 	    "Keys: log-file, poolset-dir, persist-apm, persist-general, use-syslog,\n"
 	    "log-level, heartbeat-timeout, wait, persist-commit, mr-mode, auth-timeout,\n"
-	    "block-checksums, status-dir, nic-writes-durable, port-range.\n"
+	    "block-checksums, status-dir, nic-writes-durable, port-range, resident.\n"
 	    "Command-line options override config files.\n",
-	    program, max_nthreads, max_heartbeat_ms, max_auth_timeout_ms);
+	    program, max_nthreads, max_heartbeat_ms, max_auth_timeout_ms, max_resident_s,
+	    default_resident_s);
 }
 
 std::string version_string()

@@ -1,0 +1,658 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "resident.hpp"
+
+#include "log.hpp"
+#include "resident_protocol.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <list>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace rpmemd::resident
+{
+
+namespace
+{
+
+using rpmem::posix::unique_fd;
+using steady = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+/** How long a front may take to send its request once connected. */
+constexpr auto request_timeout = 5s;
+/** How long a spare that accepted a session waits for the front's channel. */
+constexpr int channel_timeout_ms = 5000;
+/** Fronts connected and not yet answered, at most. */
+constexpr std::size_t max_pending = 64;
+/** The longest pause between spares that keep dying while they start. */
+constexpr auto max_spare_backoff = 60s;
+
+/** Writes `name` over argv[0] (zero-filling the rest of it) and sets the process name:
+ *  what `ps` and /proc/PID/{cmdline,comm} show. */
+void rename_process(char **argv, std::string_view name)
+{
+	const std::string comm(name.substr(0, 15));
+	::prctl(PR_SET_NAME, comm.c_str(), 0, 0, 0);
+	if (!argv || !argv[0])
+		return;
+	// The room argv[0] had at exec: a shorter name written before leaves it zero-filled.
+	static const std::size_t room = std::strlen(argv[0]);
+	const std::size_t n = std::min(room, name.size());
+	std::memcpy(argv[0], name.data(), n);
+	std::memset(argv[0] + n, 0, room - n);
+}
+
+/** The signals the resident takes through its signalfd. */
+sigset_t resident_signals()
+{
+	sigset_t s;
+	sigemptyset(&s);
+	for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP})
+		sigaddset(&s, sig);
+	return s;
+}
+
+struct spare {
+	pid_t pid = -1;
+	unique_fd ctl;     ///< the resident's end of its socketpair
+	bool warm = false; ///< libfabric loaded: the next session takes it first
+	bool busy = false; ///< it took a session
+	unique_fd front;   ///< that session's front: told how the process ended
+	steady::time_point started = steady::now();
+};
+
+struct pending_front {
+	unique_fd conn;
+	pid_t pid = -1; ///< as SO_PEERCRED said
+	steady::time_point since = steady::now();
+};
+
+/** What a forked child must not keep of the resident: every descriptor but its own. */
+struct inherited {
+	std::vector<int> fds;
+	void close_all_but(int keep) const
+	{
+		for (int fd : fds)
+			if (fd != keep && fd >= 0)
+				::close(fd);
+	}
+};
+
+/** How a session's process ended, for its front. */
+std::vector<std::uint8_t> ending_message(int status)
+{
+	if (WIFSIGNALED(status))
+		return encode_simple(kind::killed, static_cast<std::uint32_t>(WTERMSIG(status)),
+		                     WCOREDUMP(status));
+	return encode_simple(kind::exited, static_cast<std::uint32_t>(WEXITSTATUS(status)));
+}
+
+std::string ending_text(int status)
+{
+	if (WIFSIGNALED(status))
+		return fmt::format("killed by signal {} ({})", WTERMSIG(status),
+		                   ::strsignal(WTERMSIG(status)));
+	return fmt::format("exit status {}", WEXITSTATUS(status));
+}
+
+// ---- the session's process ------------------------------------------------------------------
+
+/** Takes on what the front had: the channel as stdin, stdout and stderr, the environment, the
+ *  working directory, the umask. */
+void take_on(const request &req, std::vector<unique_fd> &channel)
+{
+	for (int i = 0; i < 3; ++i)
+		::dup2(channel[static_cast<std::size_t>(i)].get(), i);
+	channel.clear();
+	::clearenv();
+	for (const auto &var : req.environment)
+		::putenv(::strdup(var.c_str())); // the environment keeps its strings
+	if (req.cwd.empty() || ::chdir(req.cwd.c_str()) != 0)
+		(void)::chdir("/");
+	::umask(static_cast<mode_t>(req.umask));
+}
+
+/** The session's process ends as its front did: a front that is gone (killed, or its SSH
+ *  session's processes killed) takes its session with it, as when both were one process. */
+void watch_front(int conn, std::uint32_t front_pid, std::atomic<bool> &ending)
+{
+	std::thread([conn, front_pid, &ending] {
+		pollfd p{conn, POLLIN | POLLRDHUP, 0};
+		while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
+		}
+		if (ending.load())
+			return;
+		log_err("the rpmemd sshd started for this session (pid {}) is gone: the session "
+		        "ends with it",
+		        front_pid);
+		::kill(::getpid(), SIGKILL);
+	}).detach();
+}
+
+[[noreturn]] void serve_session(packet job, const message &m, const hooks &h, char **argv,
+                                pid_t resident_pid)
+{
+	const int conn = job.fds.at(0).get();
+	if (send_packet(conn, encode_simple(kind::accept, static_cast<std::uint32_t>(::getpid()))))
+		std::exit(0); // the front is gone: it serves nothing, nor do we
+	int err = 0;
+	auto channel = receive_packet(conn, channel_timeout_ms, &err);
+	auto what = channel ? decode(channel->bytes) : std::nullopt;
+	if (!what || what->what != kind::channel || channel->fds.size() != 3)
+		std::exit(0); // the front gave up waiting and serves the session itself
+	take_on(m.req, channel->fds);
+	rename_process(argv, session_name);
+	::prctl(PR_SET_NAME, "rpmemd", 0, 0, 0);
+	static std::atomic<bool> ending{false};
+	watch_front(conn, m.req.front_pid, ending);
+	log_info("session of front pid {} taken by a spare of the resident (pid {})",
+	         m.req.front_pid, resident_pid);
+	const int code = h.serve();
+	ending.store(true);
+	// The resident tells the front once this process is gone; with no resident left, this
+	// process tells it now.
+	if (::getppid() != resident_pid)
+		(void)send_packet(conn,
+		                  encode_simple(kind::exited, static_cast<std::uint32_t>(code)));
+	std::exit(code);
+}
+
+// ---- a spare ---------------------------------------------------------------------------------
+
+[[noreturn]] void spare_main(unique_fd ctl, const hooks &h, char **argv, pid_t resident_pid,
+                             const sigset_t &startup_mask)
+{
+	::sigprocmask(SIG_SETMASK, &startup_mask, nullptr);
+	rename_process(argv, spare_name);
+	// A session already waiting (the resident had no spare) is served at once; the session
+	// loads libfabric when it needs it, as a front would.
+	pollfd p{ctl.get(), POLLIN, 0};
+	if (::poll(&p, 1, 0) == 0) {
+		h.warm();
+		if (send_packet(ctl.get(), encode_simple(kind::warm)))
+			std::exit(0);
+	}
+	int err = 0;
+	auto job = receive_packet(ctl.get(), -1, &err);
+	if (!job)
+		std::exit(0); // the resident ended
+	auto m = decode(job->bytes);
+	if (!m || m->what != kind::job || job->fds.size() != 1) {
+		log_err("a spare of the resident got a malformed job: it ends");
+		std::exit(1);
+	}
+	ctl = unique_fd();
+	serve_session(std::move(*job), *m, h, argv, resident_pid);
+}
+
+// ---- the resident ----------------------------------------------------------------------------
+
+class resident_process
+{
+public:
+	resident_process(const identity &id, const place &where, const settings &s, const hooks &h,
+	                 char **argv)
+	    : id_(id), where_(where), settings_(s), hooks_(h), argv_(argv)
+	{
+	}
+
+	int run()
+	{
+		if (!listen())
+			return 0;
+		log_notice("resident rpmemd started (pid {}): sessions of this configuration start "
+		           "through {}; it ends {} s after the last one",
+		           ::getpid(), where_.socket, settings_.idle.count());
+		spare_due_ = steady::now();
+		idle_since_ = steady::now();
+		std::string why = loop();
+		shutdown(why);
+		return 0;
+	}
+
+private:
+	/** The lock (one resident per identity), the socket, the signals, the watches. */
+	bool listen()
+	{
+		lock_ = unique_fd(
+		    ::open(where_.lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+		if (lock_.get() < 0) {
+			log_warn("resident: cannot open {}: {}", where_.lock, std::strerror(errno));
+			return false;
+		}
+		if (::flock(lock_.get(), LOCK_EX | LOCK_NB) != 0) {
+			log_debug("resident: another one holds {}: this one ends", where_.lock);
+			return false;
+		}
+		::unlink(where_.socket.c_str()); // a killed resident's
+		sock_ = unique_fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+		sockaddr_un addr{};
+		addr.sun_family = AF_UNIX;
+		std::strncpy(addr.sun_path, where_.socket.c_str(), sizeof addr.sun_path - 1);
+		const mode_t old = ::umask(077);
+		const bool bound =
+		    sock_.get() >= 0 &&
+		    ::bind(sock_.get(), reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0;
+		::umask(old);
+		struct stat st {
+		};
+		if (!bound || ::listen(sock_.get(), 64) != 0 ||
+		    ::stat(where_.socket.c_str(), &st)) {
+			log_warn("resident: cannot listen on {}: {}", where_.socket,
+			         std::strerror(errno));
+			return false;
+		}
+		socket_ino_ = st.st_ino;
+		sigset_t sigs = resident_signals();
+		::sigprocmask(SIG_BLOCK, &sigs, &startup_mask_);
+		signals_ = unique_fd(::signalfd(-1, &sigs, SFD_CLOEXEC));
+		watches_ = unique_fd(::inotify_init1(IN_CLOEXEC));
+		if (watches_.get() >= 0) {
+			dir_watch_ = ::inotify_add_watch(watches_.get(), where_.dir.c_str(),
+			                                 IN_DELETE | IN_MOVED_FROM |
+			                                     IN_DELETE_SELF | IN_MOVE_SELF);
+			poolset_watch_ =
+			    ::inotify_add_watch(watches_.get(), settings_.poolset_dir.c_str(),
+			                        IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT);
+		}
+		return signals_.get() >= 0;
+	}
+
+	/** Serves until the resident must end; why it ends. */
+	std::string loop()
+	{
+		for (;;) {
+			std::vector<pollfd> fds{{sock_.get(), POLLIN, 0},
+			                        {signals_.get(), POLLIN, 0},
+			                        {watches_.get(), POLLIN, 0}};
+			for (auto &s : spares_)
+				if (available(s))
+					fds.push_back({s.ctl.get(), POLLIN, 0});
+			for (auto &f : pending_)
+				fds.push_back({f.conn.get(), POLLIN, 0});
+			const int r = ::poll(fds.data(), fds.size(), wait_ms());
+			if (r < 0 && errno != EINTR)
+				return fmt::format("poll failed: {}", std::strerror(errno));
+			if (fds[1].revents && !take_signals())
+				return "asked to end by a signal";
+			if (fds[2].revents)
+				if (auto why = watched())
+					return *why;
+			if (fds[0].revents)
+				accept_front();
+			std::size_t i = 3;
+			for (auto &s : spares_)
+				if (available(s) && fds[i++].revents)
+					spare_said(s);
+			for (auto it = pending_.begin(); it != pending_.end(); ++i) {
+				auto next = std::next(it);
+				if (i < fds.size() && fds[i].revents)
+					front_asked(it);
+				it = next;
+			}
+			std::erase_if(spares_, [](const spare &s) { return s.pid < 0; });
+			expire_pending();
+			keep_a_spare();
+			if (idle())
+				return fmt::format("no session for {} s", settings_.idle.count());
+		}
+	}
+
+	int wait_ms() const
+	{
+		auto until = steady::now() + 1h;
+		if (ready_spares() < settings_.spares)
+			until = std::min(until, spare_due_);
+		if (sessions() == 0)
+			until = std::min(until, idle_since_ + settings_.idle);
+		for (const auto &f : pending_)
+			until = std::min(until, f.since + request_timeout);
+		const auto ms = std::chrono::ceil<std::chrono::milliseconds>(until - steady::now());
+		return static_cast<int>(std::clamp<long long>(ms.count(), 0, 3'600'000));
+	}
+
+	std::size_t sessions() const
+	{
+		return static_cast<std::size_t>(
+		    std::count_if(spares_.begin(), spares_.end(), [](auto &s) { return s.busy; }));
+	}
+	/** A spare that can take a session: not taken, alive, still talking to us. */
+	static bool available(const spare &s) { return !s.busy && s.pid > 0 && s.ctl.get() >= 0; }
+	std::size_t ready_spares() const
+	{
+		return static_cast<std::size_t>(
+		    std::count_if(spares_.begin(), spares_.end(), available));
+	}
+	bool idle() const
+	{
+		return sessions() == 0 && pending_.empty() &&
+		       steady::now() >= idle_since_ + settings_.idle;
+	}
+
+	/** false: a signal asks the resident to end. */
+	bool take_signals()
+	{
+		signalfd_siginfo si{};
+		bool go_on = true;
+		while (::read(signals_.get(), &si, sizeof si) == sizeof si) {
+			if (si.ssi_signo == SIGCHLD)
+				reap();
+			else
+				go_on = false;
+			pollfd p{signals_.get(), POLLIN, 0};
+			if (::poll(&p, 1, 0) <= 0)
+				break;
+		}
+		return go_on;
+	}
+
+	/** Why the resident must end: its socket or the poolset directory went away. */
+	std::optional<std::string> watched()
+	{
+		alignas(inotify_event) char buf[4096];
+		const ssize_t n = ::read(watches_.get(), buf, sizeof buf);
+		const std::string name = where_.socket.substr(where_.dir.size() + 1);
+		for (ssize_t off = 0; off < n;) {
+			const auto *e = reinterpret_cast<const inotify_event *>(buf + off);
+			off += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+			if (e->wd == poolset_watch_ &&
+			    (e->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)))
+				return fmt::format("the poolset directory {} is gone",
+				                   settings_.poolset_dir);
+			if (e->wd == dir_watch_ && (e->mask & (IN_DELETE_SELF | IN_MOVE_SELF)))
+				return fmt::format("{} is gone", where_.dir);
+			if (e->wd == dir_watch_ && e->len && name == e->name)
+				return fmt::format("its socket {} was removed", where_.socket);
+		}
+		return std::nullopt;
+	}
+
+	void accept_front()
+	{
+		unique_fd conn(::accept4(sock_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+		if (conn.get() < 0)
+			return;
+		ucred cred{};
+		socklen_t len = sizeof cred;
+		if (::getsockopt(conn.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+		    cred.uid != ::getuid()) {
+			log_warn("resident: refused a connection from pid {} of uid {}: only this "
+			         "user's rpmemd may hand it a session",
+			         cred.pid, cred.uid);
+			return;
+		}
+		if (pending_.size() >= max_pending) {
+			log_warn("resident: {} sessions wait to be handed over already: pid {} "
+			         "serves its own",
+			         pending_.size(), cred.pid);
+			(void)send_packet(conn.get(), encode_refuse("the resident is busy"));
+			return;
+		}
+		pending_.push_back({std::move(conn), cred.pid, steady::now()});
+	}
+
+	void refuse(pending_front &f, const std::string &why)
+	{
+		log_warn("resident: pid {} serves its session itself: {}", f.pid, why);
+		(void)send_packet(f.conn.get(), encode_refuse(why));
+	}
+
+	void front_asked(std::list<pending_front>::iterator it)
+	{
+		auto &f = *it;
+		int err = 0;
+		auto p = receive_packet(f.conn.get(), 0, &err);
+		if (!p && err == ETIMEDOUT)
+			return;
+		auto m = p ? decode(p->bytes) : std::nullopt;
+		if (!m || m->what != kind::request || !p->fds.empty())
+			refuse(f, p ? "a malformed request"
+			            : fmt::format("no request ({})",
+			                          err ? std::strerror(err) : "EOF"));
+		else if (m->req.identity != id_.text)
+			refuse(f, "its identity differs from the resident's");
+		else
+			hand_over(f, *m);
+		pending_.erase(it);
+	}
+
+	void hand_over(pending_front &f, message m)
+	{
+		spare *s = pick_spare();
+		if (!s) {
+			refuse(f, "no spare process could be started");
+			return;
+		}
+		m.req.identity.clear(); // checked: the spare has its own
+		const int fd = f.conn.get();
+		if (int e = send_packet(s->ctl.get(), encode_request(m.req, kind::job), {&fd, 1})) {
+			refuse(f, fmt::format("the spare (pid {}) could not take it: {}", s->pid,
+			                      std::strerror(e)));
+			return;
+		}
+		log_info("resident: session of pid {} handed to spare pid {} ({})", f.pid, s->pid,
+		         s->warm ? "warm" : "still starting");
+		s->busy = true;
+		s->ctl = unique_fd();
+		s->front = std::move(f.conn);
+	}
+
+	/** A warm spare, else one still starting, else a new one (which serves at once). */
+	spare *pick_spare()
+	{
+		spare *best = nullptr;
+		for (auto &s : spares_)
+			if (available(s) && (!best || (s.warm && !best->warm)))
+				best = &s;
+		return best ? best : fork_spare();
+	}
+
+	void spare_said(spare &s)
+	{
+		int err = 0;
+		auto p = receive_packet(s.ctl.get(), 0, &err);
+		if (!p && err == ETIMEDOUT)
+			return;
+		auto m = p ? decode(p->bytes) : std::nullopt;
+		if (m && m->what == kind::warm) {
+			s.warm = true;
+			failures_ = 0;
+			log_info("resident: spare pid {} is ready after {} ms", s.pid,
+			         std::chrono::duration_cast<std::chrono::milliseconds>(
+			             steady::now() - s.started)
+			             .count());
+			return;
+		}
+		// Gone, or speaking nonsense: no longer a spare; reaped once it exits.
+		s.ctl = unique_fd();
+		if (s.pid > 0)
+			::kill(s.pid, SIGTERM);
+	}
+
+	void reap()
+	{
+		int status = 0;
+		pid_t pid;
+		while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+			auto s = std::find_if(spares_.begin(), spares_.end(),
+			                      [pid](auto &x) { return x.pid == pid; });
+			if (s == spares_.end())
+				continue;
+			if (s->front.get() >= 0) {
+				(void)send_packet(s->front.get(), ending_message(status));
+				if (WIFSIGNALED(status))
+					log_notice("resident: the session's process {} was {}", pid,
+					           ending_text(status));
+				idle_since_ = steady::now();
+			} else {
+				// A spare that died before taking a session: start the next one
+				// later each time, in case it dies the same way.
+				++failures_;
+				log_warn(
+				    "resident: spare process {} ended before taking a session ({})",
+				    pid, ending_text(status));
+				spare_due_ = steady::now() + std::min<std::chrono::milliseconds>(
+				                                 settings_.retry_delay *
+				                                     (1 << std::min(failures_, 7)),
+				                                 max_spare_backoff);
+			}
+			s->pid = -1;
+		}
+	}
+
+	void keep_a_spare()
+	{
+		while (ready_spares() < settings_.spares && steady::now() >= spare_due_)
+			if (!fork_spare())
+				break;
+	}
+
+	spare *fork_spare()
+	{
+		int sv[2];
+		if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+			log_warn("resident: no socket pair for a spare: {}", std::strerror(errno));
+			spare_due_ = steady::now() + settings_.retry_delay;
+			return nullptr;
+		}
+		unique_fd mine(sv[0]), theirs(sv[1]);
+		const pid_t resident_pid = ::getpid();
+		const pid_t pid = ::fork();
+		if (pid < 0) {
+			log_warn("resident: cannot fork a spare: {}", std::strerror(errno));
+			spare_due_ = steady::now() + settings_.retry_delay;
+			return nullptr;
+		}
+		if (pid == 0) {
+			descriptors().close_all_but(-1);
+			::close(mine.release());
+			spare_main(std::move(theirs), hooks_, argv_, resident_pid, startup_mask_);
+		}
+		spares_.push_back({pid, std::move(mine), false, false, unique_fd(), steady::now()});
+		return &spares_.back();
+	}
+
+	inherited descriptors() const
+	{
+		inherited in{{lock_.get(), sock_.get(), signals_.get(), watches_.get()}};
+		for (const auto &s : spares_) {
+			in.fds.push_back(s.ctl.get());
+			in.fds.push_back(s.front.get());
+		}
+		for (const auto &f : pending_)
+			in.fds.push_back(f.conn.get());
+		return in;
+	}
+
+	void expire_pending()
+	{
+		const auto now = steady::now();
+		for (auto it = pending_.begin(); it != pending_.end();) {
+			if (now - it->since < request_timeout) {
+				++it;
+				continue;
+			}
+			log_warn("resident: pid {} connected and sent no request within {} s",
+			         it->pid, std::chrono::seconds(request_timeout).count());
+			it = pending_.erase(it);
+		}
+	}
+
+	void shutdown(const std::string &why)
+	{
+		// The socket first: fronts from now on serve their sessions themselves.
+		struct stat st {
+		};
+		if (::stat(where_.socket.c_str(), &st) == 0 && st.st_ino == socket_ino_)
+			::unlink(where_.socket.c_str());
+		sock_ = unique_fd();
+		for (auto &s : spares_)
+			if (!s.busy && s.pid > 0)
+				::kill(s.pid, SIGTERM); // spares; sessions go on without us
+		log_notice("resident rpmemd ends: {}; {} session(s) still running go on", why,
+		           sessions());
+	}
+
+	const identity &id_;
+	const place &where_;
+	const settings &settings_;
+	const hooks &hooks_;
+	char **argv_;
+	unique_fd lock_, sock_, signals_, watches_;
+	ino_t socket_ino_ = 0;
+	int dir_watch_ = -1, poolset_watch_ = -1;
+	sigset_t startup_mask_{};
+	std::list<spare> spares_;
+	std::list<pending_front> pending_;
+	steady::time_point spare_due_, idle_since_;
+	int failures_ = 0;
+};
+
+} // namespace
+
+int run(const identity &id, const place &where, const settings &s, const hooks &h, char **argv)
+{
+	resident_process r(id, where, s, h, argv);
+	return r.run();
+}
+
+void spawn(char **argv)
+{
+	std::vector<std::string> args{std::string(resident_name)};
+	for (char **a = argv + 1; *a; ++a)
+		args.emplace_back(*a);
+	std::vector<std::string> env;
+	for (char **e = environ; e && *e; ++e)
+		if (!per_session_variable(*e))
+			env.emplace_back(*e);
+	// Built before the fork: the child only calls async-signal-safe functions.
+	std::vector<char *> av, ev;
+	for (auto &a : args)
+		av.push_back(a.data());
+	av.push_back(nullptr);
+	for (auto &e : env)
+		ev.push_back(e.data());
+	ev.push_back(nullptr);
+	const pid_t child = ::fork();
+	if (child < 0) {
+		log_warn("cannot start a resident rpmemd: fork: {}", std::strerror(errno));
+		return;
+	}
+	if (child == 0) {
+		// A session of its own, and a grandchild: sshd neither waits for nor signals it.
+		::setsid();
+		if (::fork() != 0)
+			::_exit(0);
+		const int null = ::open("/dev/null", O_RDWR);
+		for (int fd = 0; fd < 3; ++fd)
+			::dup2(null, fd);
+		::close_range(3, ~0U, 0);
+		if (::chdir("/") != 0)
+			::_exit(127);
+		::execve("/proc/self/exe", av.data(), ev.data());
+		::_exit(127);
+	}
+	int status = 0;
+	while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+	}
+}
+
+} // namespace rpmemd::resident

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The resident rpmemd (`--resident`, daemon/resident.hpp) through the private sshd and the
+// real rpmemd: which process serves a session, what its data becomes, and what a killed
+// session, a killed resident, an idle one and a removed socket do.
+#include "replica_fixture.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace rpmem::test;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace
+{
+
+constexpr std::size_t hdr = 4096;
+
+struct rpmemd_process {
+	pid_t pid = -1;
+	pid_t ppid = -1;
+	std::string argv0; // rpmemd-resident, rpmemd-spare, rpmemd-session, or the path (a front)
+};
+
+/** Every live rpmemd process whose command line names `dir`. */
+std::vector<rpmemd_process> rpmemd_processes(const std::string &dir)
+{
+	std::vector<rpmemd_process> out;
+	for (const auto &e : fs::directory_iterator("/proc")) {
+		const auto name = e.path().filename().string();
+		if (name.find_first_not_of("0123456789") != std::string::npos)
+			continue;
+		std::error_code ec;
+		const auto exe = fs::read_symlink(e.path() / "exe", ec).string();
+		const std::string cmdline = slurp(e.path() / "cmdline");
+		if (exe.find("rpmemd") == std::string::npos ||
+		    cmdline.find(dir) == std::string::npos)
+			continue;
+		const std::string stat = slurp(e.path() / "stat");
+		const auto close = stat.rfind(')');
+		if (close == std::string::npos || close + 2 >= stat.size() ||
+		    stat[close + 2] == 'Z')
+			continue;
+		rpmemd_process p;
+		p.pid = static_cast<pid_t>(std::stol(name));
+		p.ppid = static_cast<pid_t>(std::stol(stat.substr(close + 4)));
+		p.argv0 = cmdline.substr(0, cmdline.find('\0'));
+		out.push_back(p);
+	}
+	return out;
+}
+
+std::vector<rpmemd_process> named(const std::string &dir, const std::string &argv0)
+{
+	auto all = rpmemd_processes(dir);
+	std::erase_if(all, [&](const rpmemd_process &p) { return p.argv0 != argv0; });
+	return all;
+}
+
+/** Polls `ready` every 20 ms for up to `limit`: a bound on a hang, not a timing claim. */
+bool wait_for(const std::function<bool()> &ready, std::chrono::milliseconds limit)
+{
+	const auto until = std::chrono::steady_clock::now() + limit;
+	while (!ready()) {
+		if (std::chrono::steady_clock::now() > until)
+			return false;
+		std::this_thread::sleep_for(20ms);
+	}
+	return true;
+}
+
+std::size_t count(const std::string &text, const std::string &what)
+{
+	std::size_t n = 0;
+	for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+		++n;
+	return n;
+}
+
+replica_options resident_options(const std::string &idle = "30")
+{
+	replica_options o;
+	o.daemon_args = "--resident=" + idle;
+	return o;
+}
+
+/** Creates pool.set, writes and persists `fill` over the first page of data, closes; then
+ *  waits until the resident this started has a spare ready. */
+void first_session(remote_setup &fx, std::uint8_t fill)
+{
+	unsigned nlanes = 2;
+	auto pool = fx.create(nlanes);
+	std::memset(fx.local.data() + hdr, fill, 4096);
+	pool->persist(hdr, 4096, 0, 0);
+	pool->close();
+	INFO("rpmemd's log:\n" << fx.node.log_text());
+	REQUIRE(fx.node.log_text().find("this rpmemd serves its session itself: no resident "
+	                                "rpmemd at") != std::string::npos);
+	REQUIRE(wait_for([&] { return count(fx.node.log_text(), " is ready after ") >= 2; }, 30s));
+}
+
+} // namespace
+
+TEST_CASE("resident: later sessions are served by a warm spare, and their data arrives",
+          "[resident]")
+{
+	remote_setup fx(8 << 20, {"8M"}, resident_options());
+	const std::string dir = fx.node.dir().string();
+	first_session(fx, 0x11);
+	const auto residents = named(dir, "rpmemd-resident");
+	REQUIRE(residents.size() == 1);
+	CHECK(named(dir, "rpmemd-spare").size() == 2);
+
+	for (std::uint8_t round = 0; round < 3; ++round) {
+		unsigned nlanes = 2;
+		auto pool = fx.open(nlanes);
+		// The session runs in a former spare, a child of the resident, named as such.
+		const auto sessions = named(dir, "rpmemd-session");
+		REQUIRE(sessions.size() == 1);
+		CHECK(sessions[0].ppid == residents[0].pid);
+		CHECK(slurp(fs::path("/proc") / std::to_string(sessions[0].pid) / "comm") ==
+		      "rpmemd\n");
+		std::memset(fx.local.data() + hdr, 0x20 + round, 4096);
+		pool->persist(hdr, 4096, 0, 0);
+		CHECK(slurp(fx.node.part("pool.set")).substr(hdr, 4096) ==
+		      std::string(4096, static_cast<char>(0x20 + round)));
+		pool->close();
+		CHECK(wait_for([&] { return named(dir, "rpmemd-session").empty(); }, 10s));
+	}
+	const auto log = fx.node.log_text();
+	INFO("rpmemd's log:\n" << log);
+	CHECK(count(log, "handed to spare pid") == 3);
+	CHECK(count(log, "taken by a spare of the resident") == 3);
+	// One resident served them all, and it is still there for the next.
+	CHECK(named(dir, "rpmemd-resident").size() == 1);
+}
+
+TEST_CASE("resident: a killed session ends as when rpmemd served it itself, and the pool opens "
+          "again",
+          "[resident]")
+{
+	remote_setup fx(8 << 20, {"8M"}, resident_options());
+	const std::string dir = fx.node.dir().string();
+	first_session(fx, 0x11);
+	unsigned nlanes = 2;
+	auto pool = fx.open(nlanes);
+	const auto sessions = named(dir, "rpmemd-session");
+	REQUIRE(sessions.size() == 1);
+	REQUIRE(::kill(sessions[0].pid, SIGKILL) == 0);
+	std::memset(fx.local.data() + hdr, 0x33, 4096);
+	// The connection is lost: the call fails (within the client's timeout), as it did when
+	// the process sshd started was the session's.
+	CHECK_THROWS(pool->persist(hdr, 4096, 0, 0));
+	pool.reset();
+	// The front stood in for the session towards sshd and ended as it ended.
+	CHECK(wait_for([&] { return rpmemd_processes(dir).size() == 1 + 2; }, 10s));
+	INFO("rpmemd's log:\n" << fx.node.log_text());
+	CHECK(fx.node.log_text().find(fmt::format("the session's process {} was killed by signal 9",
+	                                          sessions[0].pid)) != std::string::npos);
+	nlanes = 2;
+	auto again = fx.open(nlanes);
+	CHECK(slurp(fx.node.part("pool.set")).substr(hdr, 4096) == std::string(4096, '\x11'));
+	again->close();
+}
+
+TEST_CASE("resident: killed, it ends no session, and the next session serves itself and starts "
+          "another",
+          "[resident]")
+{
+	remote_setup fx(8 << 20, {"8M"}, resident_options());
+	const std::string dir = fx.node.dir().string();
+	first_session(fx, 0x11);
+	unsigned nlanes = 2;
+	auto pool = fx.open(nlanes);
+	const auto residents = named(dir, "rpmemd-resident");
+	REQUIRE(residents.size() == 1);
+	REQUIRE(::kill(residents[0].pid, SIGKILL) == 0);
+	REQUIRE(wait_for([&] { return named(dir, "rpmemd-resident").empty(); }, 10s));
+	// Its spares follow it: they wait on it and see it go.
+	CHECK(wait_for([&] { return named(dir, "rpmemd-spare").empty(); }, 10s));
+	std::memset(fx.local.data() + hdr, 0x44, 4096);
+	pool->persist(hdr, 4096, 0, 0);
+	CHECK(slurp(fx.node.part("pool.set")).substr(hdr, 4096) == std::string(4096, '\x44'));
+	pool->close();
+	CHECK(wait_for([&] { return rpmemd_processes(dir).empty(); }, 10s));
+
+	// The socket the killed resident left is refused by nobody: the next front finds no
+	// listener, serves its session itself and starts a resident again.
+	nlanes = 2;
+	auto next = fx.open(nlanes);
+	next->close();
+	INFO("rpmemd's log:\n" << fx.node.log_text());
+	CHECK(count(fx.node.log_text(), "this rpmemd serves its session itself: no resident") == 2);
+	CHECK(wait_for([&] { return named(dir, "rpmemd-resident").size() == 1; }, 10s));
+}
+
+TEST_CASE("resident: it ends once idle, and when its socket is removed", "[resident]")
+{
+	SECTION("idle: --resident=1")
+	{
+		remote_setup fx(8 << 20, {"8M"}, resident_options("1"));
+		const std::string dir = fx.node.dir().string();
+		first_session(fx, 0x11);
+		CHECK(wait_for([&] { return rpmemd_processes(dir).empty(); }, 20s));
+		INFO("rpmemd's log:\n" << fx.node.log_text());
+		CHECK(fx.node.log_text().find("resident rpmemd ends: no session for 1 s") !=
+		      std::string::npos);
+		// Its socket went with it.
+		for (const auto &e : fs::directory_iterator(fx.node.dir() / "sessions"))
+			CHECK(e.path().extension() != ".sock");
+	}
+	SECTION("its socket removed")
+	{
+		remote_setup fx(8 << 20, {"8M"}, resident_options("600"));
+		const std::string dir = fx.node.dir().string();
+		first_session(fx, 0x11);
+		for (const auto &e : fs::directory_iterator(fx.node.dir() / "sessions"))
+			if (e.path().extension() == ".sock")
+				fs::remove(e.path());
+		CHECK(wait_for([&] { return rpmemd_processes(dir).empty(); }, 10s));
+		INFO("rpmemd's log:\n" << fx.node.log_text());
+		CHECK(fx.node.log_text().find("was removed") != std::string::npos);
+	}
+}
+
+TEST_CASE("resident: a replica directory removed takes its resident with it", "[resident]")
+{
+	std::string dir;
+	{
+		remote_setup fx(8 << 20, {"8M"}, resident_options("600"));
+		dir = fx.node.dir().string();
+		first_session(fx, 0x11);
+		REQUIRE(named(dir, "rpmemd-resident").size() == 1);
+	} // the fixture removes the directory, poolset and status directory with it
+	CHECK(wait_for([&] { return rpmemd_processes(dir).empty(); }, 10s));
+}
