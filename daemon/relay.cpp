@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "relay.hpp"
 
+#include "log.hpp"
 #include "resident.hpp"
 #include "resident_protocol.hpp"
 
@@ -19,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -167,6 +169,47 @@ not_relayed relay(const place &where, const identity &id)
 		return refused(
 		    fmt::format("the channel could not be handed over: {}", std::strerror(e)));
 	stand_in(std::move(sock), static_cast<pid_t>(m->value), forwarded);
+}
+
+void spawn(char **argv)
+{
+	std::vector<std::string> args{std::string(resident_name)};
+	for (char **a = argv + 1; *a; ++a)
+		args.emplace_back(*a);
+	std::vector<std::string> env;
+	for (char **e = environ; e && *e; ++e)
+		if (!per_session_variable(*e))
+			env.emplace_back(*e);
+	// Built before the fork: the child only calls async-signal-safe functions.
+	std::vector<char *> av, ev;
+	for (auto &a : args)
+		av.push_back(a.data());
+	av.push_back(nullptr);
+	for (auto &e : env)
+		ev.push_back(e.data());
+	ev.push_back(nullptr);
+	const pid_t child = ::fork();
+	if (child < 0) {
+		log_warn("cannot start a resident rpmemd: fork: {}", std::strerror(errno));
+		return;
+	}
+	if (child == 0) {
+		// A session of its own, and a grandchild: sshd neither waits for nor signals it.
+		::setsid();
+		if (::fork() != 0)
+			::_exit(0);
+		const int null = ::open("/dev/null", O_RDWR);
+		for (int fd = 0; fd < 3; ++fd)
+			::dup2(null, fd);
+		::close_range(3, ~0U, 0);
+		if (::chdir("/") != 0)
+			::_exit(127);
+		::execve("/proc/self/exe", av.data(), ev.data());
+		::_exit(127);
+	}
+	int status = 0;
+	while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+	}
 }
 
 } // namespace rpmemd::resident

@@ -27,4 +27,11 @@ struct not_relayed {
  */
 not_relayed relay(const place &where, const identity &id);
 
+/** Starts a resident for this process's identity in the background and returns: a process
+ *  detached from this one (a session of its own, stdin/stdout/stderr on /dev/null, working
+ *  directory /) running this executable as `resident_name` with the same arguments, and the
+ *  environment less the per-session variables. Nothing is reported: a resident that cannot
+ *  start logs why, and the sessions go on without one. */
+void spawn(char **argv);
+
 } // namespace rpmemd::resident

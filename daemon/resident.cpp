@@ -3,6 +3,7 @@
 
 #include "log.hpp"
 #include "resident_protocol.hpp"
+#include "resident_spare.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -38,27 +39,10 @@ using namespace std::chrono_literals;
 
 /** How long a front may take to send its request once connected. */
 constexpr auto request_timeout = 5s;
-/** How long a spare that accepted a session waits for the front's channel. */
-constexpr int channel_timeout_ms = 5000;
 /** Fronts connected and not yet answered, at most. */
 constexpr std::size_t max_pending = 64;
 /** The longest pause between spares that keep dying while they start. */
 constexpr auto max_spare_backoff = 60s;
-
-/** Writes `name` over argv[0] (zero-filling the rest of it) and sets the process name:
- *  what `ps` and /proc/PID/{cmdline,comm} show. */
-void rename_process(char **argv, std::string_view name)
-{
-	const std::string comm(name.substr(0, 15));
-	::prctl(PR_SET_NAME, comm.c_str(), 0, 0, 0);
-	if (!argv || !argv[0])
-		return;
-	// The room argv[0] had at exec: a shorter name written before leaves it zero-filled.
-	static const std::size_t room = std::strlen(argv[0]);
-	const std::size_t n = std::min(room, name.size());
-	std::memcpy(argv[0], name.data(), n);
-	std::memset(argv[0] + n, 0, room - n);
-}
 
 /** The signals the resident takes through its signalfd. */
 sigset_t resident_signals()
@@ -111,96 +95,6 @@ std::string ending_text(int status)
 		return fmt::format("killed by signal {} ({})", WTERMSIG(status),
 		                   ::strsignal(WTERMSIG(status)));
 	return fmt::format("exit status {}", WEXITSTATUS(status));
-}
-
-// ---- the session's process ------------------------------------------------------------------
-
-/** Takes on what the front had: the channel as stdin, stdout and stderr, the environment, the
- *  working directory, the umask. */
-void take_on(const request &req, std::vector<unique_fd> &channel)
-{
-	for (int i = 0; i < 3; ++i)
-		::dup2(channel[static_cast<std::size_t>(i)].get(), i);
-	channel.clear();
-	::clearenv();
-	for (const auto &var : req.environment)
-		::putenv(::strdup(var.c_str())); // the environment keeps its strings
-	if (req.cwd.empty() || ::chdir(req.cwd.c_str()) != 0)
-		(void)::chdir("/");
-	::umask(static_cast<mode_t>(req.umask));
-}
-
-/** The session's process ends as its front did: a front that is gone (killed, or its SSH
- *  session's processes killed) takes its session with it, as when both were one process. */
-void watch_front(int conn, std::uint32_t front_pid, std::atomic<bool> &ending)
-{
-	std::thread([conn, front_pid, &ending] {
-		pollfd p{conn, POLLIN | POLLRDHUP, 0};
-		while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
-		}
-		if (ending.load())
-			return;
-		log_err("the rpmemd sshd started for this session (pid {}) is gone: the session "
-		        "ends with it",
-		        front_pid);
-		::kill(::getpid(), SIGKILL);
-	}).detach();
-}
-
-[[noreturn]] void serve_session(packet job, const message &m, const hooks &h, char **argv,
-                                pid_t resident_pid)
-{
-	const int conn = job.fds.at(0).get();
-	if (send_packet(conn, encode_simple(kind::accept, static_cast<std::uint32_t>(::getpid()))))
-		std::exit(0); // the front is gone: it serves nothing, nor do we
-	int err = 0;
-	auto channel = receive_packet(conn, channel_timeout_ms, &err);
-	auto what = channel ? decode(channel->bytes) : std::nullopt;
-	if (!what || what->what != kind::channel || channel->fds.size() != 3)
-		std::exit(0); // the front gave up waiting and serves the session itself
-	take_on(m.req, channel->fds);
-	rename_process(argv, session_name);
-	::prctl(PR_SET_NAME, "rpmemd", 0, 0, 0);
-	static std::atomic<bool> ending{false};
-	watch_front(conn, m.req.front_pid, ending);
-	log_info("session of front pid {} taken by a spare of the resident (pid {})",
-	         m.req.front_pid, resident_pid);
-	const int code = h.serve();
-	ending.store(true);
-	// The resident tells the front once this process is gone; with no resident left, this
-	// process tells it now.
-	if (::getppid() != resident_pid)
-		(void)send_packet(conn,
-		                  encode_simple(kind::exited, static_cast<std::uint32_t>(code)));
-	std::exit(code);
-}
-
-// ---- a spare ---------------------------------------------------------------------------------
-
-[[noreturn]] void spare_main(unique_fd ctl, const hooks &h, char **argv, pid_t resident_pid,
-                             const sigset_t &startup_mask)
-{
-	::sigprocmask(SIG_SETMASK, &startup_mask, nullptr);
-	rename_process(argv, spare_name);
-	// A session already waiting (the resident had no spare) is served at once; the session
-	// loads libfabric when it needs it, as a front would.
-	pollfd p{ctl.get(), POLLIN, 0};
-	if (::poll(&p, 1, 0) == 0) {
-		h.warm();
-		if (send_packet(ctl.get(), encode_simple(kind::warm)))
-			std::exit(0);
-	}
-	int err = 0;
-	auto job = receive_packet(ctl.get(), -1, &err);
-	if (!job)
-		std::exit(0); // the resident ended
-	auto m = decode(job->bytes);
-	if (!m || m->what != kind::job || job->fds.size() != 1) {
-		log_err("a spare of the resident got a malformed job: it ends");
-		std::exit(1);
-	}
-	ctl = unique_fd();
-	serve_session(std::move(*job), *m, h, argv, resident_pid);
 }
 
 // ---- the resident ----------------------------------------------------------------------------
@@ -612,47 +506,6 @@ int run(const identity &id, const place &where, const settings &s, const hooks &
 {
 	resident_process r(id, where, s, h, argv);
 	return r.run();
-}
-
-void spawn(char **argv)
-{
-	std::vector<std::string> args{std::string(resident_name)};
-	for (char **a = argv + 1; *a; ++a)
-		args.emplace_back(*a);
-	std::vector<std::string> env;
-	for (char **e = environ; e && *e; ++e)
-		if (!per_session_variable(*e))
-			env.emplace_back(*e);
-	// Built before the fork: the child only calls async-signal-safe functions.
-	std::vector<char *> av, ev;
-	for (auto &a : args)
-		av.push_back(a.data());
-	av.push_back(nullptr);
-	for (auto &e : env)
-		ev.push_back(e.data());
-	ev.push_back(nullptr);
-	const pid_t child = ::fork();
-	if (child < 0) {
-		log_warn("cannot start a resident rpmemd: fork: {}", std::strerror(errno));
-		return;
-	}
-	if (child == 0) {
-		// A session of its own, and a grandchild: sshd neither waits for nor signals it.
-		::setsid();
-		if (::fork() != 0)
-			::_exit(0);
-		const int null = ::open("/dev/null", O_RDWR);
-		for (int fd = 0; fd < 3; ++fd)
-			::dup2(null, fd);
-		::close_range(3, ~0U, 0);
-		if (::chdir("/") != 0)
-			::_exit(127);
-		::execve("/proc/self/exe", av.data(), ev.data());
-		::_exit(127);
-	}
-	int status = 0;
-	while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-	}
 }
 
 } // namespace rpmemd::resident
