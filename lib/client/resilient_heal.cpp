@@ -239,6 +239,9 @@ void resilient_pool::heal_loop()
 			continue;
 		}
 		l.lock();
+		log(2,
+		    "{}:{}: reconnect attempt failed {:.0f} ms into the outage: {}; next in {} ms",
+		    cfg_.target, cfg_.descriptor, ms_since(outage_start_), why, delay.count());
 		cause_ = why;
 		if (state_.load() == state::reconnecting &&
 		    clock_type::now() >= outage_start_ + cfg_.reconnect_timeout)
