@@ -14,6 +14,8 @@
 #                                        bytes moved and the catch-up's time as logged, and the
 #                                        transactions per second before, during and after
 #
+# RESIDENT=N runs rpmemd with --resident=N (sessions handed to a spare that loaded libfabric
+# ahead; rpmemd(1)); the process killed is then the session's (rpmemd-session).
 # Uses the build in ${BUILD_DIR:-build} as it is (scripts/build.sh first). Prints one line per
 # figure; the writer's log is kept in $OUT (default /tmp/rpmem-outage.log).
 set -euo pipefail
@@ -26,6 +28,7 @@ work=$(mktemp -d /tmp/rpmem-outage.XXXXXX)
 replica=$(mktemp -d /dev/shm/rpmem-outage.XXXXXX)
 writer_pid=
 cleanup() {
+  pkill -f "^rpmemd-(resident|spare|session) --poolset-dir=$replica" 2>/dev/null || true
   [ -z "$writer_pid" ] || kill -9 "$writer_pid" 2>/dev/null || true
   [ ! -f "$work/sshd/authorized_keys.off" ] || mv "$work/sshd/authorized_keys.off" "$work/sshd/authorized_keys"
   scripts/private-sshd.sh stop "$work/sshd" >/dev/null 2>&1 || true
@@ -35,7 +38,7 @@ trap cleanup EXIT
 printf 'PMEMPOOLSET\n96M %s/log.part\n' "$replica" > "$replica/log.set"
 eval "$(scripts/private-sshd.sh start "$work/sshd")"
 printf 'PMEMPOOLSET\n64M %s/local.part\nREPLICA %s log.set\n' "$work" "$RPMEM_DEMO_TARGET" > "$work/pool.set"
-export RPMEM_CMD="PMEM_IS_PMEM_FORCE=1 $build/bin/rpmemd --poolset-dir=$replica --log-file=$work/rpmemd.log"
+export RPMEM_CMD="PMEM_IS_PMEM_FORCE=1 $build/bin/rpmemd --poolset-dir=$replica --log-file=$work/rpmemd.log${RESIDENT:+ --resident=$RESIDENT --status-dir=$work/sessions}"
 export LD_LIBRARY_PATH=$build/lib PMEM_IS_PMEM_FORCE=1 RPMEM_PROVIDER=${RPMEM_PROVIDER:-tcp}
 export RPMEM_LOG_LEVEL=1 RPMEM_TIMEOUT=${RPMEM_TIMEOUT:-2000}
 [ "$mode" = catchup ] && export RPMEM_RECONNECT_TIMEOUT=1000
@@ -47,7 +50,13 @@ committed() {
 longest_ms() {
   python3 -c 'import struct,sys; d=open(sys.argv[1],"rb").read(256); print("%.1f" % (max(struct.unpack("16Q",d[128:]))/1e6))' "$work/history"
 }
-rpmemd_pid() { pgrep -f "rpmemd --poolset-dir=$replica" | head -1; }
+rpmemd_pid() {
+  if [ -n "${RESIDENT:-}" ] && pgrep -f "^rpmemd-session --poolset-dir=$replica" >/dev/null; then
+    pgrep -f "^rpmemd-session --poolset-dir=$replica" | head -1
+  else
+    pgrep -f "rpmemd --poolset-dir=$replica" | head -1
+  fi
+}
 
 mkfifo "$work/stdin"
 "$build/bin/rpmem_pmemobj_log" run "$work/pool.set" "$work/history" "$threads" < "$work/stdin" > "$work/writer.out" 2> "$out" &
