@@ -214,7 +214,9 @@ private:
 	{
 		auto until = steady::now() + 1h;
 		if (ready_spares() < settings_.spares)
-			until = std::min(until, spare_due_);
+			until =
+			    std::min(until, std::max(spare_due_, ready_spares() ? replenish_at_
+			                                                        : steady::now()));
 		if (sessions() == 0)
 			until = std::min(until, idle_since_ + settings_.idle);
 		for (const auto &f : pending_)
@@ -347,6 +349,7 @@ private:
 		s->busy = true;
 		s->ctl = unique_fd();
 		s->front = std::move(f.conn);
+		replenish_at_ = steady::now() + settings_.spare_delay;
 	}
 
 	/** A warm spare, else one still starting, else a new one (which serves at once). */
@@ -414,7 +417,9 @@ private:
 
 	void keep_a_spare()
 	{
-		while (ready_spares() < settings_.spares && steady::now() >= spare_due_)
+		const auto now = steady::now();
+		while (ready_spares() < settings_.spares && now >= spare_due_ &&
+		       (ready_spares() == 0 || now >= replenish_at_))
 			if (!fork_spare())
 				break;
 	}
@@ -496,7 +501,7 @@ private:
 	sigset_t startup_mask_{};
 	std::list<spare> spares_;
 	std::list<pending_front> pending_;
-	steady::time_point spare_due_, idle_since_;
+	steady::time_point spare_due_, replenish_at_, idle_since_;
 	int failures_ = 0;
 };
 
