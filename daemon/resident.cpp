@@ -305,9 +305,12 @@ private:
 		pending_.push_back({std::move(conn), cred.pid, steady::now()});
 	}
 
-	void refuse(pending_front &f, const std::string &why)
+	void refuse(pending_front &f, const std::string &why, bool expected = false)
 	{
-		log_warn("resident: pid {} serves its session itself: {}", f.pid, why);
+		if (expected)
+			log_info("resident: pid {} serves its session itself: {}", f.pid, why);
+		else
+			log_warn("resident: pid {} serves its session itself: {}", f.pid, why);
 		(void)send_packet(f.conn.get(), encode_refuse(why));
 	}
 
@@ -334,7 +337,11 @@ private:
 	{
 		spare *s = pick_spare();
 		if (!s) {
-			refuse(f, "no spare process could be started");
+			// A spare still loading libfabric would take the session only once warm,
+			// which on a loaded machine outlasts the front's wait: the front is no
+			// slower itself.
+			refuse(f, "no spare is ready yet", true);
+			keep_a_spare();
 			return;
 		}
 		m.req.identity.clear(); // checked: the spare has its own
@@ -344,22 +351,20 @@ private:
 			                      std::strerror(e)));
 			return;
 		}
-		log_info("resident: session of pid {} handed to spare pid {} ({})", f.pid, s->pid,
-		         s->warm ? "warm" : "still starting");
+		log_info("resident: session of pid {} handed to spare pid {}", f.pid, s->pid);
 		s->busy = true;
 		s->ctl = unique_fd();
 		s->front = std::move(f.conn);
 		replenish_at_ = steady::now() + settings_.spare_delay;
 	}
 
-	/** A warm spare, else one still starting, else a new one (which serves at once). */
+	/** A warm spare, or none. */
 	spare *pick_spare()
 	{
-		spare *best = nullptr;
 		for (auto &s : spares_)
-			if (available(s) && (!best || (s.warm && !best->warm)))
-				best = &s;
-		return best ? best : fork_spare();
+			if (available(s) && s.warm)
+				return &s;
+		return nullptr;
 	}
 
 	void spare_said(spare &s)

@@ -107,14 +107,10 @@ void rename_process(char **argv, std::string_view name)
 {
 	::sigprocmask(SIG_SETMASK, &startup_mask, nullptr);
 	rename_process(argv, spare_name);
-	// A session already waiting (the resident had no spare) is served at once; the session
-	// loads libfabric when it needs it, as a front would.
-	pollfd p{ctl.get(), POLLIN, 0};
-	if (::poll(&p, 1, 0) == 0) {
-		h.warm();
-		if (send_packet(ctl.get(), encode_simple(kind::warm)))
-			std::exit(0);
-	}
+	// The resident hands a session only to a spare that said it is warm.
+	h.warm();
+	if (send_packet(ctl.get(), encode_simple(kind::warm)))
+		std::exit(0);
 	int err = 0;
 	auto job = receive_packet(ctl.get(), -1, &err);
 	if (!job)

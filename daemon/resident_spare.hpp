@@ -18,9 +18,9 @@ namespace rpmemd::resident
  *  process name: what `ps` and /proc/PID/{cmdline,comm} show. */
 void rename_process(char **argv, std::string_view name);
 
-/** A spare's life, in the child the resident forked: warms (unless a session already waits),
- *  says so on `ctl`, then serves the one session the resident hands it and exits with its
- *  status. `startup_mask` is the signal mask the resident started with. */
+/** A spare's life, in the child the resident forked: warms, says so on `ctl`, then serves the one
+ * session the resident hands it and exits with its status. `startup_mask` is the signal mask the
+ * resident started with. */
 [[noreturn]] void spare_main(rpmem::posix::unique_fd ctl, const hooks &h, char **argv,
                              pid_t resident_pid, const sigset_t &startup_mask);
 

@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -121,6 +123,11 @@ TEST_CASE("resident: later sessions are served by a warm spare, and their data a
 	CHECK(named(dir, "rpmemd-spare").size() == 2);
 
 	for (std::uint8_t round = 0; round < 3; ++round) {
+		// Each session uses a spare up; its replacement warms before the next round opens
+		// (a session that finds none ready is served by its front: tested below).
+		REQUIRE(wait_for(
+		    [&] { return count(fx.node.log_text(), " is ready after ") >= 2u + round; },
+		    30s));
 		unsigned nlanes = 2;
 		auto pool = fx.open(nlanes);
 		// The session runs in a former spare, a child of the resident, named as such.
@@ -142,6 +149,50 @@ TEST_CASE("resident: later sessions are served by a warm spare, and their data a
 	CHECK(count(log, "taken by a spare of the resident") == 3);
 	// One resident served them all, and it is still there for the next.
 	CHECK(named(dir, "rpmemd-resident").size() == 1);
+}
+
+TEST_CASE("resident: with no spare ready, the front serves its session itself at once",
+          "[resident]")
+{
+	remote_setup fx(8 << 20, {"8M"}, resident_options());
+	const std::string dir = fx.node.dir().string();
+	first_session(fx, 0x11);
+	// Both ready spares killed: the resident waits a second or more before it replaces
+	// spares that died before taking a session, and a replacement needs ~0.3 s to warm.
+	// Meanwhile every new spare is stopped at birth, so none can be ready even on a machine
+	// too loaded to open within that time.
+	for (const auto &p : named(dir, "rpmemd-spare"))
+		REQUIRE(::kill(p.pid, SIGKILL) == 0);
+	std::vector<pid_t> stopped;
+	std::atomic<bool> done{false};
+	std::thread stopper([&] {
+		while (!done.load()) {
+			for (const auto &p : named(dir, "rpmemd-spare"))
+				if (std::find(stopped.begin(), stopped.end(), p.pid) ==
+				        stopped.end() &&
+				    ::kill(p.pid, SIGSTOP) == 0)
+					stopped.push_back(p.pid);
+			std::this_thread::sleep_for(2ms);
+		}
+	});
+	const auto ready_before = count(fx.node.log_text(), " is ready after ");
+	unsigned nlanes = 2;
+	auto pool = fx.open(nlanes);
+	std::memset(fx.local.data() + hdr, 0x55, 4096);
+	pool->persist(hdr, 4096, 0, 0);
+	CHECK(slurp(fx.node.part("pool.set")).substr(hdr, 4096) == std::string(4096, '\x55'));
+	pool->close();
+	done.store(true);
+	stopper.join();
+	const auto log = fx.node.log_text();
+	INFO("rpmemd's log:\n" << log);
+	CHECK(log.find("serves its session itself: no spare is ready yet") != std::string::npos);
+	CHECK(count(log, "handed to spare pid") == 0);
+	CHECK(count(log, " is ready after ") == ready_before);
+	for (pid_t p : stopped) {
+		::kill(p, SIGKILL);
+		::kill(p, SIGCONT);
+	}
 }
 
 TEST_CASE("resident: a killed session ends as when rpmemd served it itself, and the pool opens "
