@@ -302,24 +302,99 @@ std::vector<pid_t> cluster::rpmemds(int i) const
 	return find_rpmemds("--poolset-dir=" + at(i).fs.string() + " ");
 }
 
+namespace
+{
+
+/** A command's standard output. */
+std::string output_of(const std::string &command)
+{
+	std::string out;
+	if (FILE *p = popen(command.c_str(), "r")) {
+		char buf[4096];
+		std::size_t n;
+		while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+			out.append(buf, n);
+		pclose(p);
+	}
+	return out;
+}
+
+/** ss's lines (state, local, peer, process) of the TCP sockets in namespace `ns`. */
+std::vector<std::string> tcp_sockets(const std::string &ns)
+{
+	std::vector<std::string> lines;
+	std::istringstream in(output_of(in_ns(ns, "ss -tanpH 2>/dev/null")));
+	for (std::string line; std::getline(in, line);)
+		lines.push_back(line);
+	return lines;
+}
+
+/** The whitespace-separated fields of an ss line. */
+std::vector<std::string> fields(const std::string &line)
+{
+	std::istringstream in(line);
+	std::vector<std::string> f;
+	for (std::string w; in >> w;)
+		f.push_back(w);
+	return f;
+}
+
+/** How long ago process `pid` started, in seconds. */
+double age_s(const std::string &pid)
+{
+	const auto started = start_time(static_cast<pid_t>(std::stol(pid)));
+	double uptime = 0;
+	std::istringstream(slurp("/proc/uptime")) >> uptime;
+	return uptime - static_cast<double>(started) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+} // namespace
+
 std::string cluster::processes_in_namespaces() const
 {
 	std::string out;
 	std::vector<std::string> names{client_ns_};
 	for (const auto &h : hosts_)
 		names.push_back(h.ns);
+	// Who holds the other end of a leftover's connections: a process of the client's
+	// namespace (a client that never closed its session), or nobody (a connection whose
+	// close was lost while a link was down: sshd still waits on it).
+	const auto client_sockets = tcp_sockets(client_ns_);
 	for (const auto &ns : names) {
 		FILE *p = popen(("ip netns pids " + ns + " 2>/dev/null").c_str(), "r");
 		if (!p)
 			continue;
+		std::vector<std::string> pids;
 		char line[64];
-		while (std::fgets(line, sizeof line, p)) {
-			const std::string pid(line, std::strcspn(line, "\n"));
+		while (std::fgets(line, sizeof line, p))
+			pids.emplace_back(line, std::strcspn(line, "\n"));
+		pclose(p);
+		const auto sockets = tcp_sockets(ns);
+		for (const auto &pid : pids) {
 			auto cmd = slurp("/proc/" + pid + "/cmdline");
 			std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-			out += fmt::format("  {}: pid {} {}\n", ns, pid, cmd);
+			out += fmt::format("  {}: pid {} {}(started {:.0f} s ago)\n", ns, pid, cmd,
+			                   age_s(pid));
+			for (const auto &sock : sockets) {
+				if (sock.find(fmt::format("pid={},", pid)) == std::string::npos)
+					continue;
+				const auto f =
+				    fields(sock); // state recv-q send-q local peer process
+				if (f.size() < 5)
+					continue;
+				std::string holder = "no socket in the client's namespace has it";
+				for (const auto &c : client_sockets) {
+					const auto cf = fields(c);
+					if (cf.size() >= 5 && cf[3] == f[4] && cf[4] == f[3])
+						holder = "held there by " +
+						         (cf.size() > 5 ? cf[5] : cf[0]);
+				}
+				out += fmt::format(
+				    "      tcp {} {} -> {} (send queue {}): the other end: "
+				    "{}\n",
+				    f[0], f[3], f[4], f[2], holder);
+			}
 		}
-		pclose(p);
 	}
 	return out;
 }

@@ -560,7 +560,12 @@ void chaos_run::teardown()
 				    h, pid);
 		for (int h = 0; h < cl_->size(); ++h)
 			cl_->at(h).sshd->stop_listening();
-		std::this_thread::sleep_for(200ms);
+		// sshd's session processes end once their clients' connections close: give them
+		// as long as a busy machine may take, then say who still holds what.
+		const auto settled = clock_type::now() + 10s;
+		do
+			std::this_thread::sleep_for(200ms);
+		while (!cl_->processes_in_namespaces().empty() && clock_type::now() < settled);
 		left += cl_->processes_in_namespaces();
 	}
 	ws_.clear();
