@@ -19,9 +19,8 @@
 
 #include <csignal>
 #include <cstdlib>
-#include <cstring>
-#include <dlfcn.h>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string_view>
 #include <unistd.h>
@@ -111,33 +110,18 @@ int serve(const rpmemd::config &cfg)
 	}
 }
 
-/** What a spare of the resident does before it waits: what a session would do first when
- *  it opens a pool, and what costs the most (~0.4 s on Debian): load libfabric and initialize
- *  its providers (a provider name nobody has makes fi_getinfo do that and nothing else).
- *  A failure is the session's to report, when it needs libfabric. */
-void warm_fabric() noexcept
+/** This process's resident identity and where residents of it listen; nullopt (and *why)
+ *  when that place cannot be trusted. */
+std::optional<std::pair<rpmemd::resident::identity, rpmemd::resident::place>>
+resident_of(const rpmemd::config &cfg, int argc, char **argv, std::string *why)
 {
-	namespace lib = rpmem::fabric::library;
-	try {
-		lib::load();
-		fi_info *hints = lib::allocinfo();
-		if (!hints)
-			return;
-		hints->fabric_attr->prov_name = ::strdup("rpmem-no-such-provider");
-		fi_info *found = nullptr;
-		lib::getinfo(FI_VERSION(1, 4), nullptr, nullptr, 0, hints, &found);
-		lib::freeinfo(found);
-		lib::freeinfo(hints);
-	} catch (const std::exception &) {
-	}
-	// The provider scan's last dlopen error, freed now rather than reported as a leak.
-	while (::dlerror() != nullptr) {
-	}
-}
-
-std::vector<std::string> arguments(int argc, char **argv)
-{
-	return std::vector<std::string>(argv + std::min(argc, 1), argv + argc);
+	namespace res = rpmemd::resident;
+	auto id = res::identify(std::vector<std::string>(argv + std::min(argc, 1), argv + argc),
+	                        res::config_files(cfg, rpmemd::environment::from_process()));
+	auto where = res::locate(cfg, id, why);
+	if (!where)
+		return std::nullopt;
+	return std::pair{std::move(id), std::move(*where)};
 }
 
 /** The rpmemd sshd started, with a resident configured: hands the session to one (never
@@ -148,15 +132,13 @@ void try_resident(const rpmemd::config &cfg, int argc, char **argv)
 	// Run by hand (a terminal), or not over SSH: nothing to hand over.
 	if (isatty(STDIN_FILENO) || isatty(STDOUT_FILENO) || !std::getenv("SSH_CONNECTION"))
 		return;
-	const auto id = res::identify(arguments(argc, argv),
-	                              res::config_files(cfg, rpmemd::environment::from_process()));
 	std::string why;
-	const auto where = res::locate(cfg, id, &why);
-	if (!where) {
+	const auto resident = resident_of(cfg, argc, argv, &why);
+	if (!resident) {
 		rpmemd::log_info("no resident rpmemd: {}", why);
 		return;
 	}
-	const auto r = res::relay(*where, id);
+	const auto r = res::relay(resident->second, resident->first);
 	rpmemd::log_info("this rpmemd serves its session itself: {}", r.why);
 	if (r.no_resident)
 		res::spawn(argv);
@@ -165,19 +147,19 @@ void try_resident(const rpmemd::config &cfg, int argc, char **argv)
 int run_resident(const rpmemd::config &cfg, int argc, char **argv)
 {
 	namespace res = rpmemd::resident;
-	const auto id = res::identify(arguments(argc, argv),
-	                              res::config_files(cfg, rpmemd::environment::from_process()));
 	std::string why;
-	const auto where = res::locate(cfg, id, &why);
-	if (!where) {
+	const auto resident = resident_of(cfg, argc, argv, &why);
+	if (!resident) {
 		rpmemd::log_warn("resident rpmemd: {}", why);
 		return 0;
 	}
 	res::settings s;
 	s.idle = cfg.resident;
 	s.poolset_dir = cfg.poolset_dir;
-	res::hooks h{warm_fabric, [&cfg] { return serve(cfg); }};
-	return res::run(id, *where, s, h, argv);
+	// A spare loads libfabric and initializes its providers before it waits: what costs a
+	// session the most (~0.3 s on Debian).
+	res::hooks h{rpmem::fabric::library::load_now, [&cfg] { return serve(cfg); }};
+	return res::run(resident->first, resident->second, s, h, argv);
 }
 
 } // namespace

@@ -191,6 +191,21 @@ void load()
 	get();
 }
 
+void load_now() noexcept
+{
+	try {
+		init_providers(get());
+	} catch (...) {
+		// The first fabric call loads again, and throws it.
+	}
+	// libfabric's provider scan leaves this thread's last dlopen error pending: glibc holds
+	// it in a 24-byte block it frees only after the sanitizers' thread-exit hook, so a
+	// process exiting in between reported it as leaked (LeakSanitizer, 3 runs in 40 under
+	// load). Reading the error until there is none frees it here.
+	while (::dlerror() != nullptr) {
+	}
+}
+
 namespace
 {
 
@@ -243,19 +258,7 @@ void load_ahead() noexcept
 				std::thread([] {
 					auto &self = ahead_thread::get();
 					self.id.store(std::this_thread::get_id());
-					try {
-						init_providers(get());
-					} catch (...) {
-						// The first fabric call loads again, and throws it.
-					}
-					// libfabric's provider scan leaves this thread's last
-					// dlopen error pending: glibc holds it in a 24-byte block
-					// it frees only after the sanitizers' thread-exit hook, so
-					// a process exiting in between reported it as leaked
-					// (LeakSanitizer, 3 runs in 40 under load). Reading the
-					// error until there is none frees it here.
-					while (::dlerror() != nullptr) {
-					}
+					load_now();
 					self.running.store(false);
 				}).detach();
 			} catch (...) {

@@ -26,6 +26,10 @@ void load();
  *  failure is not reported here: the first fabric call loads again and throws it. */
 void load_ahead() noexcept;
 
+/** What load_ahead() does on its thread, on this one: load() and the provider initialization,
+ *  now (rpmemd's spares, which have nothing else to do). Reports nothing, as load_ahead(). */
+void load_now() noexcept;
+
 int getinfo(std::uint32_t version, const char *node, const char *service, std::uint64_t flags,
             const fi_info *hints, fi_info **info);
 void freeinfo(fi_info *info) noexcept; // nullptr: nothing (and does not load libfabric)
