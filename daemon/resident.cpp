@@ -58,8 +58,9 @@ struct spare {
 	pid_t pid = -1;
 	unique_fd ctl;     ///< the resident's end of its socketpair
 	bool warm = false; ///< libfabric loaded: the next session takes it first
-	bool busy = false; ///< it took a session
 	unique_fd front;   ///< that session's front: told how the process ended
+	/** It took a session (its front waits to hear how it ended). */
+	bool busy() const { return front.get() >= 0; }
 	steady::time_point started = steady::now();
 };
 
@@ -227,11 +228,11 @@ private:
 
 	std::size_t sessions() const
 	{
-		return static_cast<std::size_t>(
-		    std::count_if(spares_.begin(), spares_.end(), [](auto &s) { return s.busy; }));
+		return static_cast<std::size_t>(std::count_if(spares_.begin(), spares_.end(),
+		                                              [](auto &s) { return s.busy(); }));
 	}
 	/** A spare that can take a session: not taken, alive, still talking to us. */
-	static bool available(const spare &s) { return !s.busy && s.pid > 0 && s.ctl.get() >= 0; }
+	static bool available(const spare &s) { return !s.busy() && s.pid > 0 && s.ctl.get() >= 0; }
 	std::size_t ready_spares() const
 	{
 		return static_cast<std::size_t>(
@@ -352,7 +353,6 @@ private:
 			return;
 		}
 		log_info("resident: session of pid {} handed to spare pid {}", f.pid, s->pid);
-		s->busy = true;
 		s->ctl = unique_fd();
 		s->front = std::move(f.conn);
 		replenish_at_ = steady::now() + settings_.spare_delay;
@@ -450,7 +450,7 @@ private:
 			::close(mine.release());
 			spare_main(std::move(theirs), hooks_, argv_, resident_pid, startup_mask_);
 		}
-		spares_.push_back({pid, std::move(mine), false, false, unique_fd(), steady::now()});
+		spares_.push_back({pid, std::move(mine), false, unique_fd(), steady::now()});
 		return &spares_.back();
 	}
 
@@ -489,7 +489,7 @@ private:
 			::unlink(where_.socket.c_str());
 		sock_ = unique_fd();
 		for (auto &s : spares_)
-			if (!s.busy && s.pid > 0)
+			if (!s.busy() && s.pid > 0)
 				::kill(s.pid, SIGTERM); // spares; sessions go on without us
 		log_notice("resident rpmemd ends: {}; {} session(s) still running go on", why,
 		           sessions());
