@@ -33,10 +33,6 @@ namespace
 
 using rpmem::posix::unique_fd;
 
-/** How long the resident may take to find this session a process. A spare answers within a
- *  millisecond; past this the front serves the session itself (nothing was handed over). */
-constexpr int accept_timeout_ms = 1000;
-
 sigset_t forwarded_signals()
 {
 	sigset_t s;
@@ -154,14 +150,14 @@ not_relayed relay(const place &where, const identity &id)
 		return refused(
 		    fmt::format("the resident did not take the request: {}", std::strerror(e)));
 	int err = 0;
-	auto p = receive_packet(sock.get(), accept_timeout_ms, &err);
+	auto p = receive_packet(sock.get(), front_wait_ms, &err);
 	auto m = p ? decode(p->bytes) : std::nullopt;
 	if (!m || m->what != kind::accept || m->value == 0) {
 		if (m && m->what == kind::refuse)
 			return refused("the resident refused: " + m->reason);
 		return refused(p ? "the resident answered nonsense"
 		                 : fmt::format("no answer from the resident within {} ms ({})",
-		                               accept_timeout_ms,
+		                               front_wait_ms,
 		                               err ? std::strerror(err) : "it hung up"));
 	}
 	const int channel[] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO};

@@ -329,9 +329,23 @@ private:
 			                          err ? std::strerror(err) : "EOF"));
 		else if (m->req.identity != id_.text)
 			refuse(f, "its identity differs from the resident's");
+		else if (front_gone(f))
+			// The resident was held (stopped, starved) past the front's wait: the front
+			// serves the session itself; a spare given it would wait for nobody.
+			log_info(
+			    "resident: pid {} stopped waiting ({} ms) before its request was read: "
+			    "not handed over",
+			    f.pid, front_wait_ms);
 		else
 			hand_over(f, *m);
 		pending_.erase(it);
+	}
+
+	/** Whether the front hung up: it gave up waiting (its request may still be queued). */
+	static bool front_gone(const pending_front &f)
+	{
+		pollfd p{f.conn.get(), POLLRDHUP, 0};
+		return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 	}
 
 	void hand_over(pending_front &f, message m)

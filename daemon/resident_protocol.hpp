@@ -28,6 +28,10 @@ namespace rpmemd::resident
 /** Bumped whenever a message changes: a front and a resident of different builds never talk
  *  (their executables differ, so their identities do too; this is the second fence). */
 inline constexpr std::uint32_t protocol_version = 1;
+/** How long a front waits for a spare's accept after it sent its request. A spare answers
+ *  within a millisecond; past this the front serves the session itself (nothing was handed
+ *  over, and the resident, seeing it hung up, hands its request to no spare). */
+inline constexpr int front_wait_ms = 1000;
 /** The largest message: a request carries the front's whole environment. */
 inline constexpr std::size_t max_message = 256 * 1024;
 

@@ -197,6 +197,31 @@ TEST_CASE("resident: with no spare ready, the front serves its session itself at
 	}
 }
 
+TEST_CASE("resident: frozen, it holds a session's start at most a second, then the front "
+          "serves it",
+          "[resident]")
+{
+	remote_setup fx(8 << 20, {"8M"}, resident_options());
+	const std::string dir = fx.node.dir().string();
+	first_session(fx, 0x11);
+	const auto residents = named(dir, "rpmemd-resident");
+	REQUIRE(residents.size() == 1);
+	REQUIRE(::kill(residents[0].pid, SIGSTOP) == 0);
+	// The front connects (the kernel queues it) and asks; nothing answers.
+	unsigned nlanes = 2;
+	auto pool = fx.open(nlanes);
+	std::memset(fx.local.data() + hdr, 0x66, 4096);
+	pool->persist(hdr, 4096, 0, 0);
+	CHECK(slurp(fx.node.part("pool.set")).substr(hdr, 4096) == std::string(4096, '\x66'));
+	pool->close();
+	::kill(residents[0].pid, SIGCONT);
+	const auto log = fx.node.log_text();
+	INFO("rpmemd's log:\n" << log);
+	CHECK(log.find("serves its session itself: no answer from the resident within 1000 ms") !=
+	      std::string::npos);
+	CHECK(count(log, "handed to spare pid") == 0);
+}
+
 TEST_CASE("resident: a killed session ends as when rpmemd served it itself, and the pool opens "
           "again",
           "[resident]")
