@@ -124,8 +124,13 @@ std::string checker::round(std::uint64_t allowance_ns, bool throttled)
 				                   r,
 				                   w_.replica_part(static_cast<int>(r)).string());
 		}
+	if (w_.pid() != pid_) {
+		pid_ = w_.pid();
+		since_ = w_.now();
+		last_ = {};
+	}
 	const auto obs = w_.observe();
-	if (obs.valid)
+	if (obs.valid && obs.after > since_)
 		last_ = obs;
 	if (pending_ && obs.valid && obs.after > pending_->t0) {
 		for (std::size_t r = 0; r < w_.replicas() && r < obs.states.size(); ++r)

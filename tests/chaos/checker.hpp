@@ -23,6 +23,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 namespace rpmem::chaos
@@ -81,6 +82,10 @@ private:
 	};
 	std::optional<pending> pending_;
 	observation last_;
+	// The writer process the observations are of, and when it was first seen: the history
+	// keeps a killed process's last word until the one started again observes for itself.
+	pid_t pid_ = -1;
+	std::uint64_t since_ = 0;
 	std::map<std::size_t, std::uint64_t> reported_; // slot -> longest already judged
 };
 
