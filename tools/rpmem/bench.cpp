@@ -2,7 +2,6 @@
 // rpmem bench ARGS...: runs rpmem-bench, installed beside rpmem (bin/), with the same arguments.
 #include "tool.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -11,9 +10,6 @@
 #include <unistd.h>
 
 namespace rpmem::tool
-{
-
-namespace
 {
 
 int cmd_bench(const std::vector<std::string> &args)
@@ -38,17 +34,6 @@ int cmd_bench(const std::vector<std::string> &args)
 	                          e == ENOENT ? " — install the rpmem-tools package (it ships "
 	                                        "rpmem-bench) or build the rpmem-bench target"
 	                                      : ""));
-}
-
-} // namespace
-
-command_run add_bench(CLI::App &app)
-{
-	auto *cmd = app.add_subcommand("bench", "run rpmem-bench (all arguments are its own)");
-	cmd->prefix_command();
-	cmd->set_help_flag();
-	cmd->allow_extras();
-	return [cmd] { return cmd_bench(cmd->remaining()); };
 }
 
 } // namespace rpmem::tool

@@ -27,7 +27,6 @@
 #include "rpmem/error.hpp"
 #include "json/json.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -460,6 +459,8 @@ void print_json(const check_args &a, const poolset::poolset &ps,
 	fmt::print("{}\n", j.str());
 }
 
+} // namespace
+
 int cmd_check(const check_args &a)
 {
 	auto ps = load(a.poolset);
@@ -484,25 +485,6 @@ int cmd_check(const check_args &a)
 	else if (result == exit_ok)
 		fmt::print("{}: consistent; `rpmem verify` compares the data\n", ps.file);
 	return result;
-}
-
-} // namespace
-
-command_run add_check(CLI::App &app)
-{
-	auto a = std::make_shared<check_args>();
-	auto *cmd = app.add_subcommand(
-	    "check", "check that the pool set is whole: local parts, headers, links, remote "
-	             "replicas' sizes and attributes (--repair fixes what it safely can)");
-	cmd->add_option("POOLSET", a->poolset, "the pool set file the application opens")
-	    ->required()
-	    ->check(CLI::ExistingFile);
-	cmd->add_flag("--repair", a->repair,
-	              "rebuild damaged part headers from sound ones, bring mislinked, "
-	              "missing or behind remote replicas in line with a sound master and "
-	              "re-create damaged ones from it");
-	cmd->add_flag("--json", a->json, "print one JSON object (rpmem(1): JSON OUTPUT)");
-	return [a] { return cmd_check(*a); };
 }
 
 } // namespace rpmem::tool

@@ -6,7 +6,6 @@
 
 #include "poolset/poolset.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cctype>
@@ -210,16 +209,6 @@ void json_attr(json &j, const control::pool_attr &a)
 	    .member("next_uuid", uuid_text(a.next_uuid))
 	    .member("prev_uuid", uuid_text(a.prev_uuid))
 	    .member("user_flags", flags);
-}
-
-void add_replica_selection(CLI::App *cmd, replicate_args &a)
-{
-	cmd->add_option("POOLSET", a.poolset, "the pool set file the application opens")
-	    ->required()
-	    ->check(CLI::ExistingFile);
-	cmd->add_option("-r,--replica", a.replicas,
-	                "only this replica (numbered from 0, the master; repeatable)");
-	cmd->add_flag("--json", a.json, "print one JSON object (rpmem(1): JSON OUTPUT)");
 }
 
 } // namespace rpmem::tool

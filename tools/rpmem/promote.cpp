@@ -18,7 +18,6 @@
 #include "posix/file.hpp"
 #include "rpmem/error.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -191,6 +190,8 @@ void print_json(const promote_args &a, const poolset::poolset &ps, const finding
 	fmt::print("{}\n", j.str());
 }
 
+} // namespace
+
 int cmd_promote(const promote_args &a)
 {
 	const auto ps = load_replica_set(a);
@@ -210,27 +211,6 @@ int cmd_promote(const promote_args &a)
 	if (a.json)
 		print_json(a, ps, f, promote, rp.headers.size());
 	return exit_ok;
-}
-
-} // namespace
-
-command_run add_promote(CLI::App &app)
-{
-	auto a = std::make_shared<promote_args>();
-	auto *cmd = app.add_subcommand(
-	    "promote", "make a replica the master on its own host after the master is lost");
-	cmd->add_option("POOLSET", a->poolset, "the replica's pool set file on this host")
-	    ->required()
-	    ->check(CLI::ExistingFile);
-	cmd->add_option("-o,--output", a->output,
-	                "write a local pool set file for the promoted pool");
-	cmd->add_flag("-n,--dry-run", a->dry_run, "check the headers, write nothing");
-	cmd->add_flag("--json", a->json, "print one JSON object (rpmem(1): JSON OUTPUT)");
-	cmd->add_flag("-f,--force", a->force,
-	              "promote a replica marked possibly behind its master (an asynchronous "
-	              "writer did not close cleanly), and rewrite the links even if they "
-	              "already point at the replica itself");
-	return [a] { return cmd_promote(*a); };
 }
 
 } // namespace rpmem::tool

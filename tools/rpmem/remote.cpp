@@ -9,7 +9,6 @@
 #include "client/remote_pool.hpp"
 #include "rpmem/error.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -73,6 +72,8 @@ void print_json(const remote_args &r, const opened &o, const control::pool_attr 
 	j.end_object().end_object();
 	fmt::print("{}\n", j.str());
 }
+
+} // namespace
 
 int cmd_create(const remote_args &r, const attr_options &attrs, bool no_headers)
 {
@@ -168,109 +169,6 @@ int cmd_rm(const remote_args &r, bool force, bool pool_set)
 	fmt::print("removed {} on {}{}\n", r.descriptor, r.target,
 	           pool_set ? " (parts and pool set file)" : " (parts)");
 	return exit_ok;
-}
-
-void add_remote(CLI::App *cmd, remote_args &r, bool size_required)
-{
-	cmd->add_option("TARGET", r.target, "[user@]host[:port] of the replica node (ssh)")
-	    ->required();
-	cmd->add_option("DESC", r.descriptor,
-	                "pool set file name relative to rpmemd's poolset directory")
-	    ->required();
-	auto *size =
-	    cmd->add_option("-s,--size", r.size,
-	                    size_required ? "the pool's size; suffixes K, M, G, KiB..."
-	                                  : "how much of the pool to map for this command "
-	                                    "(nothing is written); suffixes K, M, G, KiB...");
-	if (size_required)
-		size->required();
-	else
-		size->capture_default_str();
-	cmd->add_option("-l,--lanes", r.lanes, "lanes to ask for")->capture_default_str();
-}
-
-void add_attrs(CLI::App *cmd, attr_options &a)
-{
-	cmd->add_option("--signature", a.signature, "pool signature (up to 8 characters)");
-	cmd->add_option("--major", a.major, "pool format major version");
-	cmd->add_option("--compat", a.compat, "compat feature flags");
-	cmd->add_option("--incompat", a.incompat, "incompat feature flags");
-	cmd->add_option("--ro-compat", a.ro_compat, "read-only compat feature flags");
-	cmd->add_option("--poolset-uuid", a.poolset_uuid, "pool set UUID");
-	cmd->add_option("--uuid", a.uuid, "this replica's UUID");
-	cmd->add_option("--next-uuid", a.next_uuid, "next replica's UUID");
-	cmd->add_option("--prev-uuid", a.prev_uuid, "previous replica's UUID");
-}
-
-void add_json_flag(CLI::App *cmd, bool &json)
-{
-	cmd->add_flag("--json", json, "print one JSON object (rpmem(1): JSON OUTPUT)");
-}
-
-} // namespace
-
-command_run add_create(CLI::App &app)
-{
-	struct args {
-		remote_args r;
-		attr_options attrs;
-		bool no_headers = false;
-	};
-	auto a = std::make_shared<args>();
-	auto *cmd = app.add_subcommand("create", "create a remote pool");
-	add_remote(cmd, a->r, true);
-	add_attrs(cmd, a->attrs);
-	cmd->add_flag("--no-headers", a->no_headers,
-	              "a pool without headers (the remote pool set says OPTION NOHDRS)");
-	return [a] { return cmd_create(a->r, a->attrs, a->no_headers); };
-}
-
-command_run add_open_check(CLI::App &app)
-{
-	auto r = std::make_shared<remote_args>();
-	add_remote(app.add_subcommand("open-check", "check that a remote pool opens and its data "
-	                                            "path works"),
-	           *r, false);
-	return [r] { return cmd_open_check(*r); };
-}
-
-command_run add_info(CLI::App &app)
-{
-	auto r = std::make_shared<remote_args>();
-	auto *cmd = app.add_subcommand("info", "print a remote pool's size, how it is persisted "
-	                                       "and its attributes");
-	add_remote(cmd, *r, false);
-	add_json_flag(cmd, r->json);
-	return [r] { return cmd_info(*r); };
-}
-
-command_run add_attr(CLI::App &app)
-{
-	struct args {
-		remote_args r;
-		attr_options attrs;
-	};
-	auto a = std::make_shared<args>();
-	auto *cmd = app.add_subcommand("attr", "set (or, without options, print) a remote pool's "
-	                                       "attributes");
-	add_remote(cmd, a->r, false);
-	add_attrs(cmd, a->attrs);
-	add_json_flag(cmd, a->r.json);
-	return [a] { return cmd_attr(a->r, a->attrs); };
-}
-
-command_run add_rm(CLI::App &app)
-{
-	struct args {
-		remote_args r;
-		bool force = false, pool_set = false;
-	};
-	auto a = std::make_shared<args>();
-	auto *cmd = app.add_subcommand("rm", "remove a remote pool's parts");
-	add_remote(cmd, a->r, false);
-	cmd->add_flag("-f,--force", a->force, "ignore missing parts and pool set files");
-	cmd->add_flag("--pool-set", a->pool_set, "also remove the pool set file");
-	return [a] { return cmd_rm(a->r, a->force, a->pool_set); };
 }
 
 } // namespace rpmem::tool

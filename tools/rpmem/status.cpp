@@ -12,7 +12,6 @@
 #include "control/session_record.hpp"
 #include "json/json.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -122,6 +121,8 @@ void print_text(const status_args &a, const std::string &dir,
 	}
 }
 
+} // namespace
+
 int cmd_status(const status_args &a)
 {
 	const std::string dir = a.dir.empty() ? control::default_session_dir() : a.dir;
@@ -141,21 +142,6 @@ int cmd_status(const status_args &a)
 	else
 		print_text(a, dir, sessions);
 	return exit_ok;
-}
-
-} // namespace
-
-command_run add_status(CLI::App &app)
-{
-	auto a = std::make_shared<status_args>();
-	auto *cmd = app.add_subcommand(
-	    "status", "on a replica node: the pools this user's rpmemd sessions serve now");
-	cmd->add_option("--dir", a->dir,
-	                "the status directory rpmemd records sessions in (rpmemd --status-dir; "
-	                "default /run/user/UID/rpmemd, else /tmp/rpmemd-UID)");
-	cmd->add_flag("--prune", a->prune, "remove the records of sessions whose rpmemd is gone");
-	cmd->add_flag("--json", a->json, "print one JSON object (rpmem(1): JSON OUTPUT)");
-	return [a] { return cmd_status(*a); };
 }
 
 } // namespace rpmem::tool

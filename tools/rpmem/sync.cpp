@@ -14,7 +14,6 @@
 #include "pmdk/behind_record.hpp"
 #include "rpmem/error.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -386,6 +385,8 @@ sync_result sync_one(const poolset::poolset &ps, master &m, ring &ring, std::siz
 	}
 }
 
+} // namespace
+
 int cmd_sync(const replicate_args &given)
 {
 	const auto a = checked(given);
@@ -433,30 +434,6 @@ int cmd_sync(const replicate_args &given)
 		fmt::print("{}\n", j.str());
 	}
 	return result;
-}
-
-} // namespace
-
-command_run add_sync(CLI::App &app)
-{
-	auto a = std::make_shared<replicate_args>();
-	auto *cmd = app.add_subcommand("sync", "rebuild remote replicas from the master");
-	add_replica_selection(cmd, *a);
-	cmd->add_option("--progress", a->progress,
-	                "auto (a bar on a terminal, lines otherwise), bar, lines or none")
-	    ->capture_default_str();
-	cmd->add_flag("-n,--dry-run", a->dry_run,
-	              "compare by block checksums and report what would move; write nothing");
-	cmd->add_flag("--full", a->full, "copy the whole pool (no block checksums)");
-	cmd->add_option("--block-size", a->block_size_text,
-	                "bytes per block checksum: a power of two from 4KiB to 64MiB")
-	    ->capture_default_str();
-	cmd->add_option("--from", a->from,
-	                "rebuild the master from this remote replica (only what differs)")
-	    ->check(CLI::Range(1, 1 << 20));
-	cmd->add_flag("--force", a->force,
-	              "with --from: rebuild from a replica marked possibly behind");
-	return [a] { return cmd_sync(*a); };
 }
 
 } // namespace rpmem::tool

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The rpmem command-line tool: what its commands share (exit codes, messages, attributes,
-// remote pool options). Each command lives in its own file and adds itself to the command line
-// (its options, its help); main.cpp is the table of commands.
+// remote pool options). Each command lives in its own file as cmd_NAME(its arguments); its
+// options and help are in main.cpp, the one file that includes CLI11 (a header-only library
+// costing ~9 s of compile per file that includes it, ~20 s with sanitizers).
 #pragma once
 
 #include "control/messages.hpp"
@@ -15,23 +16,11 @@
 #include <string>
 #include <vector>
 
-namespace CLI
-{
-class App;
-}
-
 namespace rpmem::tool
 {
 
 /** What runs a command once the command line is parsed; returns the exit status. */
 using command_run = std::function<int()>;
-
-/** One rpmem command: `add` adds it (name, options, help) to the command line and returns
- *  what runs it. A failure it does not foresee exits with `unforeseen`. */
-struct command {
-	command_run (*add)(CLI::App &app);
-	int unforeseen;
-};
 
 /** Exit codes, as pmempool's: 0 success, 1 failure. verify: 1 = replicas differ. */
 inline constexpr int exit_ok = 0;
@@ -103,11 +92,11 @@ struct remote_args {
 };
 
 // One remote pool (remote.cpp).
-command_run add_create(CLI::App &app);
-command_run add_open_check(CLI::App &app);
-command_run add_info(CLI::App &app);
-command_run add_attr(CLI::App &app);
-command_run add_rm(CLI::App &app);
+int cmd_create(const remote_args &r, const attr_options &attrs, bool no_headers);
+int cmd_open_check(const remote_args &r);
+int cmd_info(const remote_args &r);
+int cmd_attr(const remote_args &r, const attr_options &attrs);
+int cmd_rm(const remote_args &r, bool force, bool pool_set);
 
 struct replicate_args {
 	std::string poolset;
@@ -124,10 +113,8 @@ struct replicate_args {
 };
 
 // The master against its remote replicas (verify.cpp, sync.cpp).
-command_run add_verify(CLI::App &app);
-command_run add_sync(CLI::App &app);
-/** verify's and sync's POOLSET, --replica and --json. */
-void add_replica_selection(CLI::App *cmd, replicate_args &a);
+int cmd_verify(const replicate_args &a);
+int cmd_sync(const replicate_args &given);
 
 struct check_args {
 	std::string poolset;
@@ -135,7 +122,7 @@ struct check_args {
 	bool json = false;
 };
 
-command_run add_check(CLI::App &app);
+int cmd_check(const check_args &a);
 
 struct status_args {
 	std::string dir; // the session status directory; empty: control::default_session_dir()
@@ -143,9 +130,20 @@ struct status_args {
 	bool prune = false; // remove the records of sessions whose rpmemd is gone
 };
 
-command_run add_status(CLI::App &app);
+int cmd_status(const status_args &a);
+
+struct top_args {
+	std::vector<std::string> paths; // metrics files or directories; none: found in /proc
+	std::string dir;                // rpmemd's session records; empty: the default
+	double delay = 1;               // seconds between refreshes
+	int iterations = 0;             // refreshes before exiting; 0: until q (1 in batch)
+	bool batch = false;
+	std::string sort = "state";
+	double stale = 0; // seconds; 0: 3 of the writer's RPMEM_STATS_INTERVAL (else 30)
+};
+
 /** rpmem top: the live view of this host's pools (top.cpp, top_view.hpp). */
-command_run add_top(CLI::App &app);
+int cmd_top(const top_args &a);
 
 struct promote_args {
 	std::string poolset; // the replica's pool set file on this host
@@ -155,10 +153,10 @@ struct promote_args {
 	bool json = false;  // one JSON object instead of the text lines
 };
 
-command_run add_promote(CLI::App &app);
+int cmd_promote(const promote_args &a);
 
 /** rpmem bench: replaces the process with rpmem-bench from the directory of this
- *  executable. */
-command_run add_bench(CLI::App &app);
+ *  executable, with `args`. */
+int cmd_bench(const std::vector<std::string> &args);
 
 } // namespace rpmem::tool

@@ -11,7 +11,6 @@
 #include "served_pool.hpp"
 #include "top_view.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -37,16 +36,6 @@ namespace
 {
 
 namespace fs = std::filesystem;
-
-struct top_args {
-	std::vector<std::string> paths; // metrics files or directories; none: found in /proc
-	std::string dir;                // rpmemd's session records; empty: the default
-	double delay = 1;               // seconds between refreshes
-	int iterations = 0;             // refreshes before exiting; 0: until q (1 in batch)
-	bool batch = false;
-	std::string sort = "state";
-	double stale = 0; // seconds; 0: 3 of the writer's RPMEM_STATS_INTERVAL (else 30)
-};
 
 /** A metrics file is never larger than this (a few KiB per pool). */
 constexpr std::size_t max_file = 16u << 20;
@@ -367,6 +356,8 @@ int run_batch(const top_args &a, top_view &view)
 	return exit_ok;
 }
 
+} // namespace
+
 int cmd_top(const top_args &a)
 {
 	if (!(a.delay >= 0.1))
@@ -385,30 +376,6 @@ int cmd_top(const top_args &a)
 	if (a.batch || !::isatty(STDOUT_FILENO) || !::isatty(STDIN_FILENO))
 		return run_batch(a, view);
 	return run_interactive(a, view);
-}
-
-} // namespace
-
-command_run add_top(CLI::App &app)
-{
-	auto a = std::make_shared<top_args>();
-	auto *cmd = app.add_subcommand(
-	    "top", "a live view of this host's replicated pools and the rpmemd sessions it serves");
-	cmd->add_option("paths", a->paths,
-	                "metrics files (RPMEM_STATS_FILE) or directories of them (*.prom, *.json); "
-	                "default: those of this user's running processes");
-	cmd->add_option("--dir", a->dir,
-	                "the status directory rpmemd records sessions in (as rpmem status --dir)");
-	cmd->add_option("-d,--delay", a->delay, "seconds between refreshes (default 1)");
-	cmd->add_option("-n,--iterations", a->iterations,
-	                "refreshes before exiting (default: until q; 1 in batch mode)");
-	cmd->add_flag("-b,--batch", a->batch,
-	              "print snapshots as plain text (the default when not on a terminal)");
-	cmd->add_option("--sort", a->sort, "state (default), pool, rate, behind or errors");
-	cmd->add_option("--stale", a->stale,
-	                "seconds after which a file's data is stale (default: 3 of its writer's "
-	                "RPMEM_STATS_INTERVAL, or 30)");
-	return [a] { return cmd_top(*a); };
 }
 
 } // namespace rpmem::tool

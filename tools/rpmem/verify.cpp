@@ -11,7 +11,6 @@
 #include "client/remote_pool.hpp"
 #include "rpmem/error.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -171,6 +170,8 @@ void add_json(json &j, const poolset::poolset &ps, const verify_result &res, std
 	j.end_array().end_object();
 }
 
+} // namespace
+
 int cmd_verify(const replicate_args &a)
 {
 	poolset::poolset ps;
@@ -216,19 +217,6 @@ int cmd_verify(const replicate_args &a)
 		fmt::print("{}\n", j.str());
 	}
 	return result;
-}
-
-} // namespace
-
-command_run add_verify(CLI::App &app)
-{
-	auto a = std::make_shared<replicate_args>();
-	auto *cmd = app.add_subcommand(
-	    "verify", "compare the master with each remote replica, range by range");
-	add_replica_selection(cmd, *a);
-	cmd->add_option("--max-ranges", a->max_ranges, "differing ranges printed per replica")
-	    ->capture_default_str();
-	return [a] { return cmd_verify(*a); };
 }
 
 } // namespace rpmem::tool
