@@ -90,9 +90,11 @@ print(",".join(picked))
 
 # The random-kill tests repeat one scenario at random points (RPMEM_TEST_ASYNC_KILLS: 25 kills
 # of the async C ABI test and 24 of replicated_pool's async writer in scripts/test.sh;
-# RPMEM_TEST_OUTAGE_KILLS: 20 rounds); instrumented, a few rounds run each path of it through the sanitizers,
-# and the normal build's rounds look for the rare point (CI's time budget).
+# RPMEM_TEST_OUTAGE_KILLS: 20 rounds; RPMEM_TEST_TOOL_KILLS: every point of the rpmem sync and
+# check --repair kill tests); instrumented, a few rounds run each path of it through the
+# sanitizers, and the normal build's rounds look for the rare point (CI's time budget).
 export RPMEM_TEST_ASYNC_KILLS=${RPMEM_TEST_ASYNC_KILLS:-8} RPMEM_TEST_OUTAGE_KILLS=${RPMEM_TEST_OUTAGE_KILLS:-4}
+export RPMEM_TEST_TOOL_KILLS=${RPMEM_TEST_TOOL_KILLS:-few}
 
 jobs=$(($(nproc) * 2))
 status=0
