@@ -86,6 +86,14 @@ std::uint64_t dirty_map::bytes() const noexcept
 	return n;
 }
 
+bool dirty_map::marked(std::uint64_t offset) const noexcept
+{
+	if (offset >= size_)
+		return false;
+	const std::uint64_t b = offset >> shift_;
+	return (bits_[static_cast<std::size_t>(b / 64)].load() >> (b % 64)) & 1;
+}
+
 bool dirty_map::empty() const noexcept
 {
 	for (std::size_t w = 0; w < words_; ++w)

@@ -35,6 +35,8 @@ public:
 	void mark(const std::vector<byte_span> &ranges) noexcept;
 	/** Takes the marked blocks and clears them: merged byte ranges, clipped to the pool. */
 	std::vector<byte_span> take();
+	/** Whether the block holding `offset` is marked now (false past the pool). */
+	bool marked(std::uint64_t offset) const noexcept;
 	/** Bytes of the blocks marked now (the last block counted as far as the pool goes). */
 	std::uint64_t bytes() const noexcept;
 	bool empty() const noexcept;

@@ -7,6 +7,7 @@
 #include "client/resilient_pool_timing.hpp"
 
 #include "client/exit_guard.hpp"
+#include "client/fresh_blocks.hpp"
 #include "client/log.hpp"
 #include "client/replica_sync.hpp"
 #include "pmdk/pool_header.hpp"
@@ -123,9 +124,10 @@ bool resilient_pool::catch_up()
 		set_state(state::catching_up, fmt::format("{} bytes to go", dirty_.bytes()));
 	}
 	const auto marked = pmdk::with_behind_mark(attr_, true);
-	replica_destination dest(*rp_, &marked, &marked); // marked while the pool is open
+	replica_destination replica(*rp_, &marked, &marked); // marked while the pool is open
+	fresh_blocks dest(replica, dirty_);
 	std::vector<byte_span> taken;
-	std::uint64_t moved = 0, previous = 0;
+	std::uint64_t previous = 0;
 	int round = 0;
 	bool final_step = false;
 	try {
@@ -148,13 +150,13 @@ bool resilient_pool::catch_up()
 				    // meanwhile.
 				    gate_.close();
 				    final_step = true;
+				    dest.skipping = false;
 				    auto rest = dirty_.take();
 				    taken.insert(taken.end(), rest.begin(), rest.end());
 				    for (const auto &r : rest)
 					    bytes += r.size();
 			    }
 			    previous = bytes;
-			    moved += bytes;
 			    moving_.store(bytes, std::memory_order_relaxed);
 			    return taken;
 		    },
@@ -174,8 +176,10 @@ bool resilient_pool::catch_up()
 	moving_.store(0, std::memory_order_relaxed);
 	std::lock_guard l(mu_);
 	outage_start_ = {};
-	set_state(state::in_sync, fmt::format("caught up: {} bytes moved in {} round(s), {:.0f} ms",
-	                                      moved, round, ms_since(start)));
+	set_state(state::in_sync,
+	          fmt::format("caught up: {} bytes moved in {} round(s), {:.0f} ms ({} bytes "
+	                      "written again meanwhile went in a later round only)",
+	                      dest.moved, round, ms_since(start), dest.skipped));
 	gate_.open();
 	return true;
 }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // lib/client/dirty_map (what changed while a replica was away) and lib/client/call_gate (the
-// gate the calls pass and a catch-up closes for its last round), as pure objects.
+// gate the calls pass and a catch-up closes for its last round) and lib/client/fresh_blocks (a
+// catch-up round's mover), as pure objects.
 #include "client/call_gate.hpp"
 #include "client/dirty_map.hpp"
+#include "client/fresh_blocks.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -32,6 +34,79 @@ TEST_CASE("dirty_map: marks cover whole blocks, take merges neighbours and clear
 	CHECK(r[2] == byte_span{63 * 4096, 65 * 4096});
 	CHECK(m.empty());
 	CHECK(m.take().empty());
+}
+
+TEST_CASE("dirty_map::marked answers for the block holding an offset, as take would",
+          "[client][dirty]")
+{
+	dirty_map m(4096 * 130 + 10, 4096); // 131 blocks: three words, the last block short
+	m.mark(4096 * 64 + 5, 1);           // block 64: the first bit of the second word
+	m.mark(4096 * 130, 1);              // block 130: the short last one
+	for (std::uint64_t b = 0; b < 131; ++b) {
+		INFO("block " << b);
+		const bool want = b == 64 || b == 130;
+		CHECK(m.marked(b * 4096) == want);
+		CHECK(m.marked(b * 4096 + (b == 130 ? 9 : 4095)) == want);
+	}
+	CHECK_FALSE(m.marked(4096 * 130 + 10)); // past the pool
+	CHECK_FALSE(m.marked(~std::uint64_t{0}));
+	m.take();
+	CHECK_FALSE(m.marked(4096 * 64));
+	CHECK_FALSE(m.marked(4096 * 130));
+}
+
+namespace
+{
+/** A destination that records what it was given. */
+struct recorder final : sync_destination {
+	std::vector<byte_span> moved;
+	int marks = 0, clears = 0;
+	void mark() override { ++marks; }
+	void clear() override { ++clears; }
+	void move(std::uint64_t offset, std::uint64_t length) override
+	{
+		moved.push_back({offset, offset + length});
+	}
+};
+} // namespace
+
+TEST_CASE("fresh_blocks sends a round's ranges less the blocks marked again since, unless "
+          "it is the last round",
+          "[client][dirty]")
+{
+	dirty_map m(4096 * 100, 4096);
+	recorder r;
+	fresh_blocks f(r, m);
+	f.mark();
+	CHECK(r.marks == 1);
+	// Nothing marked: one range, whole, even one not aligned to blocks.
+	f.move(100, 4096 * 3);
+	REQUIRE(r.moved.size() == 1);
+	CHECK(r.moved[0] == byte_span{100, 100 + 4096 * 3});
+	r.moved.clear();
+	// Blocks 5, 6 and 9 written again: [4 KiB*4, 4 KiB*12) goes as 4, 7-8 and 10-11.
+	m.mark(4096 * 5 + 7, 4096); // 5 and 6
+	m.mark(4096 * 9, 1);
+	f.move(4096 * 4, 4096 * 8);
+	REQUIRE(r.moved.size() == 3);
+	CHECK(r.moved[0] == byte_span{4096 * 4, 4096 * 5});
+	CHECK(r.moved[1] == byte_span{4096 * 7, 4096 * 9});
+	CHECK(r.moved[2] == byte_span{4096 * 10, 4096 * 12});
+	CHECK(f.moved == 4096 * 3 + 4096 * 5); // the first range, and 5 blocks of this one
+	CHECK(f.skipped == 4096 * 3);
+	// A range starting or ending inside a marked block skips only its part of it.
+	r.moved.clear();
+	f.move(4096 * 5 + 100, 4096 * 2); // [5+100, 7+100): all marked but the part of 7
+	REQUIRE(r.moved.size() == 1);
+	CHECK(r.moved[0] == byte_span{4096 * 7, 4096 * 7 + 100});
+	// The last round skips nothing.
+	r.moved.clear();
+	f.skipping = false;
+	f.move(4096 * 4, 4096 * 8);
+	REQUIRE(r.moved.size() == 1);
+	CHECK(r.moved[0] == byte_span{4096 * 4, 4096 * 12});
+	f.clear();
+	CHECK(r.clears == 1);
 }
 
 TEST_CASE("dirty_map: the last block is clipped to the pool, and a long range spans words",
