@@ -86,7 +86,7 @@ catchup)
   echo "transactions/s while it is brought back: $(rate 2)"
   for _ in $(seq 600); do grep -q 'caught up' "$out" && break; sleep 0.1; done
   grep -o 'replica catching_up ([0-9]* bytes to go)' "$out" | tail -1
-  grep -o 'caught up: [0-9]* bytes moved in [0-9]* round(s), [0-9]* ms' "$out" | tail -1
+  grep -o 'caught up: [0-9]* bytes moved in [0-9]* round(s), [0-9]* ms, the calls held for the last [0-9.]* ms ([0-9]* bytes written again[^)]*)' "$out" | tail -1
   echo "transactions/s after: $(rate 5)"
   ;;
 *) echo "$0: reconnect or catchup" >&2; exit 2 ;;

@@ -130,6 +130,7 @@ bool resilient_pool::catch_up()
 	std::uint64_t previous = 0;
 	int round = 0;
 	bool final_step = false;
+	clock_type::time_point held_from{};
 	try {
 		apply_sync_rounds(
 		    dest,
@@ -149,6 +150,7 @@ bool resilient_pool::catch_up()
 				    // The last round, with the calls held: nothing changes
 				    // meanwhile.
 				    gate_.close();
+				    held_from = clock_type::now();
 				    final_step = true;
 				    dest.skipping = false;
 				    auto rest = dirty_.take();
@@ -177,9 +179,11 @@ bool resilient_pool::catch_up()
 	std::lock_guard l(mu_);
 	outage_start_ = {};
 	set_state(state::in_sync,
-	          fmt::format("caught up: {} bytes moved in {} round(s), {:.0f} ms ({} bytes "
-	                      "written again meanwhile went in a later round only)",
-	                      dest.moved, round, ms_since(start), dest.skipped));
+	          fmt::format("caught up: {} bytes moved in {} round(s), {:.0f} ms, the calls "
+	                      "held for the last {:.1f} ms ({} bytes written again meanwhile went "
+	                      "in a later round only)",
+	                      dest.moved, round, ms_since(start), ms_since(held_from),
+	                      dest.skipped));
 	gate_.open();
 	return true;
 }
