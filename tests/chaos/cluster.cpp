@@ -150,7 +150,15 @@ void cluster::add_host(int i, const fs::path &run_dir, std::size_t fs_mb)
 	                              h.fs.string()));
 	h.mounted = true;
 	fs::create_directories(h.fs / "sessions");
-	test::in_netns(h.ns, [&] { h.sshd = std::make_unique<test::sshd>(h.addr); });
+	// As troubleshooting.md advises replica nodes: a session whose client is gone with the
+	// network (its FIN lost while a link was down) ends after 3 unanswered keepalives 5 s
+	// apart, not after TCP's retransmissions give up (~15 min). Live clients answer them:
+	// libssh replies to keepalive@openssh.com whenever it reads, and librpmem pings rpmemd
+	// every RPMEM_KEEPALIVE (1.5 s).
+	test::in_netns(h.ns, [&] {
+		h.sshd = std::make_unique<test::sshd>(
+		    h.addr, "ClientAliveInterval 5\nClientAliveCountMax 3\n");
+	});
 	// "$HOME/rpmemd": this host's rpmemd, on this host's tmpfs.
 	const auto script = h.sshd->dir() / "home" / "rpmemd";
 	std::ofstream(script) << "#!/bin/sh\nexec " << rpmemd_command(i) << " \"$@\"\n";

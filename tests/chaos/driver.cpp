@@ -560,9 +560,11 @@ void chaos_run::teardown()
 				    h, pid);
 		for (int h = 0; h < cl_->size(); ++h)
 			cl_->at(h).sshd->stop_listening();
-		// sshd's session processes end once their clients' connections close: give them
-		// as long as a busy machine may take, then say who still holds what.
-		const auto settled = clock_type::now() + 10s;
+		// sshd's session processes end once their clients' connections close, or 15 s
+		// after a client gone with the network last answered (ClientAliveInterval 5,
+		// ClientAliveCountMax 3): give them that and as long again for a busy machine,
+		// then say who still holds what.
+		const auto settled = clock_type::now() + 30s;
 		do
 			std::this_thread::sleep_for(200ms);
 		while (!cl_->processes_in_namespaces().empty() && clock_type::now() < settled);

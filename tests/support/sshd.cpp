@@ -188,7 +188,10 @@ std::uint16_t free_port(const std::string &address)
 	return ntohs(port);
 }
 
-sshd::sshd(std::string address) : address_(std::move(address))
+sshd::sshd(std::string address) : sshd(std::move(address), std::string()) {}
+
+sshd::sshd(std::string address, std::string extra_config)
+    : address_(std::move(address)), extra_config_(std::move(extra_config))
 {
 	std::string tmpl = (fs::temp_directory_path() / "rpmem-sshd-XXXXXX").string();
 	if (mkdtemp(tmpl.data()) == nullptr)
@@ -271,7 +274,8 @@ LogLevel VERBOSE
 SetEnv HOME={dir}/home
 )",
 	                       fmt::arg("addr", address_), fmt::arg("port", port_),
-	                       fmt::arg("dir", dir_.string())));
+	                       fmt::arg("dir", dir_.string())) +
+	               extra_config_);
 	write_file(dir_ / "known_hosts",
 	           known_host_name(address_, port_) + " " + public_key(dir_ / "host_key") + "\n");
 	write_file(dir_ / "ssh_config",

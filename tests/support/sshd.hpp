@@ -31,6 +31,8 @@ public:
 	 *  sshd gets SIGTERM when the creating thread ends (so a killed test leaves no daemon):
 	 *  create the fixture on a thread that outlives it, e.g. the main thread. */
 	explicit sshd(std::string address = "127.0.0.1");
+	/** The same, with `extra_config` appended to sshd_config (lines, each ending in \n). */
+	sshd(std::string address, std::string extra_config);
 	/** Stops sshd by its PID and removes the directory. */
 	~sshd();
 	sshd(const sshd &) = delete;
@@ -82,6 +84,7 @@ private:
 	void stop();
 
 	std::string address_;
+	std::string extra_config_;
 	std::filesystem::path dir_;
 	std::uint16_t port_ = 0;
 	pid_t pid_ = -1;
