@@ -3,6 +3,7 @@
 // real rpmemd: which process serves a session, what its data becomes, and what a killed
 // session, a killed resident, an idle one and a removed socket do.
 #include "replica_fixture.hpp"
+#include "resident_protocol.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -14,6 +15,10 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <sys/fsuid.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -110,6 +115,47 @@ void first_session(remote_setup &fx, std::uint8_t fill, bool wait_for_spares = t
 	if (wait_for_spares)
 		REQUIRE(wait_for([&] { return count(fx.node.log_text(), " is ready after ") >= 2; },
 		                 30s));
+}
+
+/** The resident's socket in the fixture's status directory. */
+std::string resident_socket(const remote_setup &fx)
+{
+	for (const auto &e : fs::directory_iterator(fx.node.dir() / "sessions"))
+		if (e.path().extension() == ".sock")
+			return e.path().string();
+	return {};
+}
+
+/** A connection to the resident's socket, as a front makes it; -1 with errno on failure. */
+int connect_to(const std::string &path)
+{
+	const int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	sockaddr_un a{};
+	a.sun_family = AF_UNIX;
+	std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+	if (s >= 0 && ::connect(s, reinterpret_cast<const sockaddr *>(&a), sizeof a) != 0) {
+		const int e = errno;
+		::close(s);
+		errno = e;
+		return -1;
+	}
+	return s;
+}
+
+/** What the resident answers on `sock` within 10 s: the refusal's reason, or what came. */
+std::string answer(int sock)
+{
+	namespace r = rpmemd::resident;
+	int err = 0;
+	auto p = r::receive_packet(sock, 10000, &err);
+	if (!p)
+		return fmt::format("no packet ({})", err ? std::strerror(err) : "EOF");
+	auto m = r::decode(p->bytes);
+	if (!m)
+		return "a malformed answer";
+	if (m->what != r::kind::refuse)
+		return fmt::format("a message of kind {}", static_cast<unsigned>(m->what));
+	return "refused: " + m->reason;
 }
 
 } // namespace
@@ -328,4 +374,102 @@ TEST_CASE("resident: a replica directory removed takes its resident with it", "[
 		REQUIRE(named(dir, "rpmemd-resident").size() == 1);
 	} // the fixture removes the directory, poolset and status directory with it
 	CHECK(wait_for([&] { return rpmemd_processes(dir).empty(); }, 10s));
+}
+
+TEST_CASE("resident: what no front of its own sends is refused, saying why, and it goes on "
+          "handing sessions over",
+          "[resident]")
+{
+	namespace r = rpmemd::resident;
+	remote_setup fx(8 << 20, {"8M"}, resident_options("600"));
+	const std::string dir = fx.node.dir().string();
+	first_session(fx, 0x11);
+	const auto residents = named(dir, "rpmemd-resident");
+	REQUIRE(residents.size() == 1);
+	const std::string path = resident_socket(fx);
+	REQUIRE(!path.empty());
+
+	// Bytes that are no request.
+	{
+		const int s = connect_to(path);
+		REQUIRE(s >= 0);
+		const std::uint8_t junk[] = {1, 2, 3, 4, 5};
+		REQUIRE(r::send_packet(s, junk) == 0);
+		CHECK(answer(s) == "refused: a malformed request");
+		::close(s);
+	}
+	// A well-formed request of another configuration (an rpmemd that is not this one).
+	{
+		const int s = connect_to(path);
+		REQUIRE(s >= 0);
+		r::request q;
+		q.front_pid = static_cast<std::uint32_t>(::getpid());
+		q.cwd = "/";
+		q.identity = "an rpmemd of another configuration";
+		q.environment = {"PATH=/usr/bin"};
+		REQUIRE(r::send_packet(s, r::encode_request(q)) == 0);
+		CHECK(answer(s) == "refused: its identity differs from the resident's");
+		::close(s);
+	}
+	// More fronts waiting than it holds: 64 connect and say nothing; the next is refused at
+	// once, and the silent ones are dropped after the request timeout (5 s).
+	{
+		std::vector<int> silent;
+		for (int i = 0; i < 64; ++i) {
+			const int s = connect_to(path);
+			REQUIRE(s >= 0);
+			silent.push_back(s);
+		}
+		const int s = connect_to(path);
+		REQUIRE(s >= 0);
+		CHECK(answer(s) == "refused: the resident is busy");
+		::close(s);
+		CHECK(wait_for(
+		    [&] {
+			    return count(fx.node.log_text(),
+			                 "connected and sent no request within") == 64;
+		    },
+		    30s));
+		for (int f : silent)
+			::close(f);
+	}
+	// A process of another user (SO_PEERCRED: its effective uid; its file system uid stays
+	// root's so the 0700 directory lets it reach the socket): the connection is closed
+	// unanswered.
+	{
+		const pid_t child = ::fork();
+		REQUIRE(child >= 0);
+		if (child == 0) {
+			if (::seteuid(65534) != 0)
+				::_exit(10);
+			::setfsuid(0);
+			const int s = connect_to(path);
+			if (s < 0)
+				::_exit(11);
+			char b[16];
+			::_exit(::recv(s, b, sizeof b, 0) == 0 ? 0 : 12); // closed, nothing sent
+		}
+		int status = 0;
+		REQUIRE(::waitpid(child, &status, 0) == child);
+		CHECK(WIFEXITED(status));
+		CHECK(WEXITSTATUS(status) == 0);
+		CHECK(fx.node.log_text().find(fmt::format("refused a connection from pid {} of uid "
+		                                          "65534: only this user's rpmemd",
+		                                          child)) != std::string::npos);
+	}
+
+	// The same resident still hands the next session to a spare, and its data lands.
+	REQUIRE(wait_for([&] { return named(dir, "rpmemd-spare").size() == 2; }, 30s));
+	const auto handed = count(fx.node.log_text(), "handed to spare pid");
+	unsigned nlanes = 2;
+	auto pool = fx.open(nlanes);
+	std::memset(fx.local.data() + hdr, 0x77, 4096);
+	pool->persist(hdr, 4096, 0, 0);
+	CHECK(slurp(fx.node.part("pool.set")).substr(hdr, 4096) == std::string(4096, '\x77'));
+	pool->close();
+	const auto log = fx.node.log_text();
+	INFO("rpmemd's log:\n" << log);
+	CHECK(count(log, "handed to spare pid") == handed + 1);
+	CHECK(named(dir, "rpmemd-resident").size() == 1);
+	CHECK(named(dir, "rpmemd-resident")[0].pid == residents[0].pid);
 }
