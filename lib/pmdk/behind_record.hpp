@@ -4,8 +4,8 @@
 // failure_policy::degrade cannot have its header marked "possibly behind" until the healer
 // reaches it, so the master keeps the fact, beside its first part, durably before open returns.
 // The next open takes a replica listed here as marked (refused under failure_policy::fail,
-// caught up by comparison under degrade); a catch-up that completes, `rpmem sync`, and a new
-// create remove the entry.
+// caught up by comparison under degrade); a catch-up that completes, `rpmem sync`,
+// `rpmem check --repair` and a new create remove the entry, and `rpmem check` reports it.
 #pragma once
 
 #include "poolset/poolset.hpp"

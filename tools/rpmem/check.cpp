@@ -11,8 +11,10 @@
 // --repair fixes what can be fixed without judgement, from copies known good:
 //  - a part header (not part 0's) that is damaged while part 0's and its neighbours' are sound:
 //    written anew from part 0's fields and the UUID both neighbours link to;
-//  - a remote replica that is missing, mislinked or marked possibly behind, when the master is
-//    sound: brought in line as `rpmem sync` does (only the differing blocks move);
+//  - a remote replica that is missing, mislinked, marked possibly behind, or listed in the
+//    master's record of replicas behind (pmdk/behind_record.hpp: a writer went on without it
+//    while it could not be marked), when the master is sound: brought in line as `rpmem sync`
+//    does (only the differing blocks move), and taken off that record;
 //  - a remote replica rpmemd refuses as damaged (control status `damaged`: a part's header
 //    is invalid, a part is shorter than its pool set declares, an ADR failure), when the
 //    master is sound: its parts removed, re-created and the master copied whole.
@@ -21,6 +23,7 @@
 #include "tool.hpp"
 
 #include "client/remote_pool.hpp"
+#include "pmdk/behind_record.hpp"
 #include "pmdk/part_file.hpp"
 #include "pmdk/pool_header.hpp"
 #include "pmdk/pool_map.hpp"
@@ -35,6 +38,7 @@
 #include <fcntl.h>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -247,9 +251,10 @@ replica_report check_local(const poolset::poolset &ps, std::size_t r, bool repai
 	return rep;
 }
 
-/** Remote replica r against the (sound) master; with --repair, `rpmem sync` of it. */
+/** Remote replica r against the (sound) master; with --repair, `rpmem sync` of it. `record`:
+ *  the master's record of replicas behind, when it lists this one. */
 replica_report check_remote(const poolset::poolset &ps, const master &m, ring &ring, std::size_t r,
-                            bool repair)
+                            bool repair, const pmdk::behind_record *record)
 {
 	replica_report rep;
 	rep.replica = r;
@@ -283,6 +288,13 @@ replica_report check_remote(const poolset::poolset &ps, const master &m, ring &r
 			rep.problems.push_back("the replica has a pool header, the master has none "
 			                       "(OPTION NOHDRS)");
 		}
+		if (record)
+			rep.problems.push_back(fmt::format(
+			    "listed in the master's record of replicas behind ({}): a writer went "
+			    "on "
+			    "without it while it could not be marked, so it may lack acknowledged "
+			    "writes",
+			    record->path()));
 	} catch (const rpmem::error &e) {
 		if (e.errnum() == EFBIG) {
 			// rpmemd refuses to map more than the pool holds: smaller than the master.
@@ -309,7 +321,14 @@ replica_report check_remote(const poolset::poolset &ps, const master &m, ring &r
 	if (rep.problems.empty() || !repair || !fixable)
 		return rep;
 	try {
-		const auto did = resync_replica(ps, m, ring, r);
+		auto did = resync_replica(ps, m, ring, r);
+		if (record) {
+			// In line with the master now: off its record.
+			auto listed = record->read();
+			listed.erase(pmdk::behind_record::key(where));
+			record->write(listed);
+			did += "; taken off the master's record of replicas behind";
+		}
 		rep.repairs.push_back(
 		    damage.empty() ? did : fmt::format("{} (it was damaged: {})", did, damage));
 		rep.problems.clear();
@@ -410,13 +429,28 @@ void check_remotes(const poolset::poolset &ps, bool repair, std::vector<replica_
 			no_master = f.what();
 		}
 	std::unique_ptr<ring> rg;
-	if (m)
+	std::optional<pmdk::behind_record> record;
+	std::set<std::string> listed;
+	if (m) {
 		rg = std::make_unique<ring>(ps, *m);
+		record.emplace(ps);
+		try {
+			listed = record->read();
+		} catch (const rpmem::error &e) {
+			m.reset();
+			no_master = fmt::format("the master's record of replicas behind cannot be "
+			                        "read: {}",
+			                        rpmem::describe(e));
+		}
+	}
 	for (std::size_t r = 1; r < ps.replicas.size(); ++r) {
 		if (!ps.replicas[r].is_remote())
 			continue;
 		if (m) {
-			reports.push_back(check_remote(ps, *m, *rg, r, repair));
+			const bool behind =
+			    listed.count(pmdk::behind_record::key(ps.replicas[r])) > 0;
+			reports.push_back(
+			    check_remote(ps, *m, *rg, r, repair, behind ? &*record : nullptr));
 			continue;
 		}
 		replica_report rep;
