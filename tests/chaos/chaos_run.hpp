@@ -87,7 +87,7 @@ private:
 	bool start_until_ready(writer &w, bool fresh, std::chrono::seconds patience);
 	/** Runs argv (in the client namespace when `client`) until it is not refused for a pool
 	 *  in use, up to `until`; the last result. */
-	run_result run_tool(const std::vector<std::string> &argv, bool client,
+	run_result run_tool(const writer &w, const std::vector<std::string> &argv, bool client,
 	                    clock_type::time_point until, const std::string &log_name,
 	                    const std::vector<std::string> &env_extra = {});
 	void probe_refusals(writer &w, std::uint64_t param, clock_type::time_point until);

@@ -506,9 +506,9 @@ void chaos_run::finish()
 			marked = marked || w->marked(r).value_or(true);
 		if (marked)
 			continue;
-		auto v =
-		    run_tool({RPMEM_BINARY_DIR "/bin/rpmem", "verify", w->master_set().string()},
-		             true, clock_type::now() + 30s, w->name() + "-verify");
+		auto v = run_tool(
+		    *w, {RPMEM_BINARY_DIR "/bin/rpmem", "verify", w->master_set().string()}, true,
+		    clock_type::now() + 30s, w->name() + "-verify");
 		note(fmt::format("writer {}: rpmem verify: {}", w->name(), v.describe()));
 		if (!v.exited(0)) {
 			fail(fmt::format("rpmem verify {} after a clean close: {}:\n{}",
@@ -519,7 +519,8 @@ void chaos_run::finish()
 		if (w->config().kind != writer_kind::pmemobj)
 			continue;
 		const auto out = (cl_->at(w->config().hosts[0]).fs / (w->name() + "-promoted.set"));
-		auto p = run_tool({RPMEM_BINARY_DIR "/bin/rpmem", "promote",
+		auto p = run_tool(*w,
+		                  {RPMEM_BINARY_DIR "/bin/rpmem", "promote",
 		                   w->replica_set(0).string(), "--output", out.string()},
 		                  false, clock_type::now() + 30s, w->name() + "-final-promote");
 		auto c = run_bounded({RPMEM_BINARY_DIR "/bin/rpmem_pmemobj_log", "check",

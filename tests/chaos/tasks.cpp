@@ -20,11 +20,17 @@ using namespace std::chrono_literals;
 // ---------------------------------------------------------------------------------------------
 // writer tasks
 
-run_result chaos_run::run_tool(const std::vector<std::string> &argv, bool client,
+run_result chaos_run::run_tool(const writer &w, const std::vector<std::string> &argv, bool client,
                                clock_type::time_point until, const std::string &log_name,
                                const std::vector<std::string> &env_extra)
 {
-	auto env = ws_.empty() ? std::vector<std::string>{} : ws_[0]->environment();
+	// The writer's settings, not its metrics file: that one is the writer's own word, which
+	// the checks read.
+	auto env = w.environment();
+	std::erase_if(env, [](const std::string &kv) {
+		return kv.rfind("RPMEM_STATS_FILE=", 0) == 0 ||
+		       kv.rfind("RPMEM_STATS_INTERVAL=", 0) == 0;
+	});
 	env.insert(env.end(), env_extra.begin(), env_extra.end());
 	const auto log = run_dir_ / (log_name + ".log");
 	for (;;) {
@@ -55,11 +61,12 @@ void chaos_run::probe_refusals(writer &w, std::uint64_t param, clock_type::time_
 	const auto bin = std::string(RPMEM_BINARY_DIR "/bin/");
 	const bool obj = w.config().kind == writer_kind::pmemobj;
 	++probes_;
-	auto r = obj ? run_tool({bin + "rpmem_pmemobj_log", "check", w.master_set().string(),
+	auto r = obj ? run_tool(w,
+	                        {bin + "rpmem_pmemobj_log", "check", w.master_set().string(),
 	                         w.history_file().string()},
 	                        true, until, w.name() + "-probe-open", {"RPMEM_ON_OUTAGE=fail"})
-	             : run_tool({bin + "chaos_rp_writer", "probe", w.master_set().string()}, true,
-	                        until, w.name() + "-probe-open");
+	             : run_tool(w, {bin + "chaos_rp_writer", "probe", w.master_set().string()},
+	                        true, until, w.name() + "-probe-open");
 	const std::string who = obj ? "stock libpmemobj (RPMEM_ON_OUTAGE=fail)"
 	                            : "replicated_pool::open (failure_policy::fail)";
 	if (r.status == -1 || (r.status >= 0 && WIFSIGNALED(r.status)))
@@ -76,7 +83,7 @@ void chaos_run::probe_refusals(writer &w, std::uint64_t param, clock_type::time_
 	// rpmem promote without --force, on one replica's host.
 	const int rep = static_cast<int>(param % w.replicas());
 	auto p = run_tool(
-	    {RPMEM_BINARY_DIR "/bin/rpmem", "promote", "--dry-run", w.replica_set(rep).string()},
+	    w, {RPMEM_BINARY_DIR "/bin/rpmem", "promote", "--dry-run", w.replica_set(rep).string()},
 	    false, until, w.name() + "-probe-promote");
 	if (p.exited(0) && w.unmarked_by_gap(static_cast<std::size_t>(rep)))
 		outcome(fault::writer_kill, "promote accepted (unmarked: the documented gap)");
@@ -99,7 +106,7 @@ void chaos_run::probe_refusals(writer &w, std::uint64_t param, clock_type::time_
 
 void chaos_run::operator_sync(writer &w, clock_type::time_point until)
 {
-	auto r = run_tool({RPMEM_BINARY_DIR "/bin/rpmem", "sync", w.master_set().string()}, true,
+	auto r = run_tool(w, {RPMEM_BINARY_DIR "/bin/rpmem", "sync", w.master_set().string()}, true,
 	                  until, w.name() + "-operator-sync");
 	note(fmt::format("writer {} is down: rpmem sync: {} in {:.1f} s", w.name(), r.describe(),
 	                 r.seconds));
@@ -135,8 +142,8 @@ void chaos_run::operator_sync(writer &w, clock_type::time_point until)
 			return;
 		}
 	}
-	auto c = run_tool({RPMEM_BINARY_DIR "/bin/rpmem", "check", w.master_set().string()}, true,
-	                  until, w.name() + "-operator-check");
+	auto c = run_tool(w, {RPMEM_BINARY_DIR "/bin/rpmem", "check", w.master_set().string()},
+	                  true, until, w.name() + "-operator-check");
 	if (c.exited(1) || c.status == -1 || WIFSIGNALED(c.status))
 		fail(fmt::format("rpmem check {} right after a successful sync: {}:\n{}",
 		                 w.master_set().string(), c.describe(), first_lines(c.output, 12)));
@@ -144,8 +151,8 @@ void chaos_run::operator_sync(writer &w, clock_type::time_point until)
 
 void chaos_run::operator_check(writer &w, clock_type::time_point until)
 {
-	auto c = run_tool({RPMEM_BINARY_DIR "/bin/rpmem", "check", w.master_set().string()}, true,
-	                  until, w.name() + "-operator-check");
+	auto c = run_tool(w, {RPMEM_BINARY_DIR "/bin/rpmem", "check", w.master_set().string()},
+	                  true, until, w.name() + "-operator-check");
 	note(fmt::format("writer {} is down: rpmem check: {}", w.name(), c.describe()));
 	if (c.status == -1 || WIFSIGNALED(c.status)) {
 		fail(fmt::format("rpmem check {}: {}:\n{}", w.master_set().string(), c.describe(),
@@ -281,8 +288,8 @@ void chaos_run::task_promote(std::size_t wi, int host)
 	const auto set = w.replica_set(rep).string();
 	const auto out = (cl_->at(host).fs / (w.name() + "-promoted.set")).string();
 	const std::string tool = RPMEM_BINARY_DIR "/bin/rpmem";
-	auto p =
-	    run_tool({tool, "promote", set, "--output", out}, false, until, w.name() + "-promote");
+	auto p = run_tool(w, {tool, "promote", set, "--output", out}, false, until,
+	                  w.name() + "-promote");
 	const bool marked = w.marked(static_cast<std::size_t>(rep)).value_or(false);
 	// The documented gap (replicated_pool.hpp, rpmem(1)): a replica unreachable when the
 	// writer opened the set carries no mark of its own until the healer reaches it; only the
@@ -313,8 +320,8 @@ void chaos_run::task_promote(std::size_t wi, int host)
 		outcome(fault::promote,
 		        refused_marked ? "refused without --force" : "refused (other)");
 	auto f = p.exited(0) ? p
-	                     : run_tool({tool, "promote", "--force", set, "--output", out}, false,
-	                                until, w.name() + "-promote-force");
+	                     : run_tool(w, {tool, "promote", "--force", set, "--output", out},
+	                                false, until, w.name() + "-promote-force");
 	note(fmt::format("writer {}: rpmem promote {}: {} without --force{}, {} with it", w.name(),
 	                 set, p.describe(), refused_marked ? " (marked: refused)" : "",
 	                 f.describe()));
