@@ -12,7 +12,9 @@
 #                                        30) with RPMEM_RECONNECT_TIMEOUT=1000: the replica is
 #                                        lost, the writers go on; then back: the bytes to go, the
 #                                        bytes moved and the catch-up's time as logged, and the
-#                                        transactions per second before, during and after
+#                                        transactions per second before, during and after,
+#                                        and the median transaction before the outage and
+#                                        during the catch-up (bench/tx_sampler.py)
 #
 # RESIDENT=N runs rpmemd with --resident=N (sessions handed to a spare that loaded libfabric
 # ahead; rpmemd(1)); the process killed is then the session's (rpmemd-session).
@@ -78,15 +80,19 @@ reconnect)
 catchup)
   seconds=${2:-30}
   echo "transactions/s before: $(rate 5)"
+  python3 bench/tx_sampler.py baseline "$work/history" "$threads" 2
   mv "$work/sshd/authorized_keys" "$work/sshd/authorized_keys.off"
   kill -9 "$(rpmemd_pid)"
   sleep 2
   echo "transactions/s with the replica lost: $(rate $((seconds - 2)))"
+  python3 bench/tx_sampler.py catchup "$work/history" "$threads" "$out" > "$work/catchup.txt" &
+  sampler=$!
   mv "$work/sshd/authorized_keys.off" "$work/sshd/authorized_keys"
   echo "transactions/s while it is brought back: $(rate 2)"
   for _ in $(seq 600); do grep -q 'caught up' "$out" && break; sleep 0.1; done
+  wait "$sampler" && cat "$work/catchup.txt"
   grep -o 'replica catching_up ([0-9]* bytes to go)' "$out" | tail -1
-  grep -o 'caught up: [0-9]* bytes moved in [0-9]* round(s), [0-9]* ms, the calls held for the last [0-9.]* ms ([0-9]* bytes written again[^)]*)' "$out" | tail -1
+  grep -o 'caught up: [0-9]* bytes moved in [0-9]* round(s), [0-9]* ms, the calls held for the last [0-9.]* ms ([0-9]* bytes of blocks changed[^)]*)' "$out" | tail -1
   echo "transactions/s after: $(rate 5)"
   ;;
 *) echo "$0: reconnect or catchup" >&2; exit 2 ;;

@@ -126,6 +126,9 @@ bool resilient_pool::catch_up()
 	const auto marked = pmdk::with_behind_mark(attr_, true);
 	replica_destination replica(*rp_, &marked, &marked); // marked while the pool is open
 	fresh_blocks dest(replica, dirty_);
+	// Every block a round took, once: what changed from the loss until the replica is
+	// current, the measure of what a catch-up must move at least.
+	dirty_map changed(dirty_.pool_size(), dirty_.block());
 	std::vector<byte_span> taken;
 	std::uint64_t previous = 0;
 	int round = 0;
@@ -159,6 +162,7 @@ bool resilient_pool::catch_up()
 					    bytes += r.size();
 			    }
 			    previous = bytes;
+			    changed.mark(taken);
 			    moving_.store(bytes, std::memory_order_relaxed);
 			    return taken;
 		    },
@@ -180,10 +184,11 @@ bool resilient_pool::catch_up()
 	outage_start_ = {};
 	set_state(state::in_sync,
 	          fmt::format("caught up: {} bytes moved in {} round(s), {:.0f} ms, the calls "
-	                      "held for the last {:.1f} ms ({} bytes written again meanwhile went "
-	                      "in a later round only)",
+	                      "held for the last {:.1f} ms ({} bytes of blocks changed since it "
+	                      "was lost; {} bytes written again meanwhile went in a later round "
+	                      "only)",
 	                      dest.moved, round, ms_since(start), ms_since(held_from),
-	                      dest.skipped));
+	                      changed.bytes(), dest.skipped));
 	gate_.open();
 	return true;
 }
