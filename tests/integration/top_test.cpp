@@ -188,7 +188,12 @@ TEST_CASE("rpmem top shows a replica lost and caught up as it happens, in a term
 	    [&](const std::string &screen) { return has(row(screen), " lost "); }, context);
 	CHECK(has(lost, "lost: the writer goes on without it"));
 	CHECK(has(lost, "gone (killed?)")); // the killed rpmemd's record, on the replica side
-	CHECK(has(lost, "log.set: connected -> reconnecting"));
+	// Reconnecting lasts RPMEM_RECONNECT_TIMEOUT (1 s): top shows it unless none of its
+	// refreshes fell inside that second (a loaded machine, a sanitizer's build), and then the
+	// change it did see.
+	const bool saw_reconnecting = has(lost, "log.set: connected -> reconnecting");
+	if (!saw_reconnecting)
+		CHECK(has(lost, "log.set: connected -> lost"));
 
 	// Back: it catches up while the writer writes, and is in sync again.
 	w.restore_replica();
@@ -198,8 +203,11 @@ TEST_CASE("rpmem top shows a replica lost and caught up as it happens, in a term
 		    return has(row(screen), " connected ") && has(screen, "-> connected");
 	    },
 	    context);
-	const std::vector<std::string> changes = {"log.set: connected -> reconnecting",
-	                                          "log.set: reconnecting -> lost", " -> connected"};
+	const auto changes =
+	    saw_reconnecting
+	        ? std::vector<std::string>{"log.set: connected -> reconnecting",
+	                                   "log.set: reconnecting -> lost", " -> connected"}
+	        : std::vector<std::string>{"log.set: connected -> lost", " -> connected"};
 	std::size_t last = 0;
 	for (const auto &c : changes) {
 		INFO("the screen:\n" << back);
