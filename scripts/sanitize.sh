@@ -83,6 +83,7 @@ pred = sys.argv[1]
 tests = json.load(sys.stdin)["tests"]
 picked = [str(i + 1) for i, t in enumerate(tests)
           if eval(pred, {"exe": os.path.basename(t.get("command", [""])[0]),
+                         "name": t.get("name", ""),
                          "cmd": " ".join(t.get("command", [""])), "re": __import__("re")})]
 print(",".join(picked))
 ' "$1"
@@ -155,7 +156,11 @@ tsan)
   # libpmemobj writes them, by design (a block written meanwhile is dirty again and sent again;
   # the last round holds the calls), and TSan reports that as a race on the pool's memory.
   exclude=${TSAN_EXCLUDE:-integration_ssh|abi_header_test|integration_package|integration_outage|integration_top|integration_rules|$foreign_re|.*\.sh}
-  run_ctest "multi-threaded tests" "$(select_tests "not re.fullmatch(r'$exclude', exe) and not re.fullmatch(r'$static_re', cmd)")"
+  # The same read, by replicated_pool's catch-up and resync, of blocks its test's four
+  # threads write meanwhile: those two tests by name (the rest of integration_replication
+  # runs). They run in the plain suite and under ASan.
+  exclude_names=${TSAN_EXCLUDE_NAMES:-.*(caught up by itself while four threads persist|resync while four threads persist).*}
+  run_ctest "multi-threaded tests" "$(select_tests "not re.fullmatch(r'$exclude', exe) and not re.fullmatch(r'$static_re', cmd) and not re.fullmatch(r'$exclude_names', name)")"
   ;;
 esac
 
