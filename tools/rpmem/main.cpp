@@ -144,7 +144,7 @@ void add_replica_selection(CLI::App *cmd, replicate_args &a)
 	    ->check(CLI::ExistingFile);
 	cmd->add_option("-r,--replica", a.replicas,
 	                "only this replica (numbered from 0, the master; repeatable)");
-	cmd->add_flag("--json", a.json, "print one JSON object (rpmem(1): JSON OUTPUT)");
+	add_json_flag(cmd, a.json);
 }
 
 command_run add_verify(CLI::App &app)
@@ -193,7 +193,7 @@ command_run add_check(CLI::App &app)
 	              "rebuild damaged part headers from sound ones, bring mislinked, "
 	              "missing or behind remote replicas in line with a sound master and "
 	              "re-create damaged ones from it");
-	cmd->add_flag("--json", a->json, "print one JSON object (rpmem(1): JSON OUTPUT)");
+	add_json_flag(cmd, a->json);
 	return [a] { return cmd_check(*a); };
 }
 
@@ -206,7 +206,7 @@ command_run add_status(CLI::App &app)
 	                "the status directory rpmemd records sessions in (rpmemd --status-dir; "
 	                "default /run/user/UID/rpmemd, else /tmp/rpmemd-UID)");
 	cmd->add_flag("--prune", a->prune, "remove the records of sessions whose rpmemd is gone");
-	cmd->add_flag("--json", a->json, "print one JSON object (rpmem(1): JSON OUTPUT)");
+	add_json_flag(cmd, a->json);
 	return [a] { return cmd_status(*a); };
 }
 
@@ -243,7 +243,7 @@ command_run add_promote(CLI::App &app)
 	cmd->add_option("-o,--output", a->output,
 	                "write a local pool set file for the promoted pool");
 	cmd->add_flag("-n,--dry-run", a->dry_run, "check the headers, write nothing");
-	cmd->add_flag("--json", a->json, "print one JSON object (rpmem(1): JSON OUTPUT)");
+	add_json_flag(cmd, a->json);
 	cmd->add_flag("-f,--force", a->force,
 	              "promote a replica marked possibly behind its master (an asynchronous "
 	              "writer did not close cleanly), and rewrite the links even if they "
