@@ -117,6 +117,15 @@ void first_session(remote_setup &fx, std::uint8_t fill, bool wait_for_spares = t
 		                 30s));
 }
 
+/** Writes `fill` over the first page of data, persists it, and checks the replica holds it. */
+template <class Pool> void persist_page(remote_setup &fx, Pool &pool, std::uint8_t fill)
+{
+	std::memset(fx.local.data() + hdr, fill, 4096);
+	pool.persist(hdr, 4096, 0, 0);
+	CHECK(slurp(fx.node.part("pool.set")).substr(hdr, 4096) ==
+	      std::string(4096, static_cast<char>(fill)));
+}
+
 /** The resident's socket in the fixture's status directory. */
 std::string resident_socket(const remote_setup &fx)
 {
@@ -226,9 +235,7 @@ TEST_CASE("resident: with no spare ready, the front serves its session itself at
 	const auto ready_before = count(fx.node.log_text(), " is ready after ");
 	unsigned nlanes = 2;
 	auto pool = fx.open(nlanes);
-	std::memset(fx.local.data() + hdr, 0x55, 4096);
-	pool->persist(hdr, 4096, 0, 0);
-	CHECK(slurp(fx.node.part("pool.set")).substr(hdr, 4096) == std::string(4096, '\x55'));
+	persist_page(fx, *pool, 0x55);
 	pool->close();
 	done.store(true);
 	stopper.join();
@@ -256,9 +263,7 @@ TEST_CASE("resident: frozen, it holds a session's start at most a second, then t
 	// The front connects (the kernel queues it) and asks; nothing answers.
 	unsigned nlanes = 2;
 	auto pool = fx.open(nlanes);
-	std::memset(fx.local.data() + hdr, 0x66, 4096);
-	pool->persist(hdr, 4096, 0, 0);
-	CHECK(slurp(fx.node.part("pool.set")).substr(hdr, 4096) == std::string(4096, '\x66'));
+	persist_page(fx, *pool, 0x66);
 	pool->close();
 	::kill(residents[0].pid, SIGCONT);
 	const auto log = fx.node.log_text();
@@ -317,9 +322,7 @@ TEST_CASE("resident: killed, it ends no session, and the next session serves its
 	REQUIRE(wait_for([&] { return named(dir, "rpmemd-resident").empty(); }, 10s));
 	// Its spares follow it: they wait on it and see it go.
 	CHECK(wait_for([&] { return named(dir, "rpmemd-spare").empty(); }, 10s));
-	std::memset(fx.local.data() + hdr, 0x44, 4096);
-	pool->persist(hdr, 4096, 0, 0);
-	CHECK(slurp(fx.node.part("pool.set")).substr(hdr, 4096) == std::string(4096, '\x44'));
+	persist_page(fx, *pool, 0x44);
 	pool->close();
 	CHECK(wait_for([&] { return rpmemd_processes(dir).empty(); }, 10s));
 
@@ -463,9 +466,7 @@ TEST_CASE("resident: what no front of its own sends is refused, saying why, and 
 	const auto handed = count(fx.node.log_text(), "handed to spare pid");
 	unsigned nlanes = 2;
 	auto pool = fx.open(nlanes);
-	std::memset(fx.local.data() + hdr, 0x77, 4096);
-	pool->persist(hdr, 4096, 0, 0);
-	CHECK(slurp(fx.node.part("pool.set")).substr(hdr, 4096) == std::string(4096, '\x77'));
+	persist_page(fx, *pool, 0x77);
 	pool->close();
 	const auto log = fx.node.log_text();
 	INFO("rpmemd's log:\n" << log);
