@@ -96,4 +96,12 @@ void behind_record::write(const std::set<std::string> &keys) const
 		                                    poolset_file_, why));
 }
 
+void behind_record::remove(const std::set<std::string> &keys) const
+{
+	auto listed = read();
+	for (const auto &k : keys)
+		listed.erase(k);
+	write(listed);
+}
+
 } // namespace rpmem::pmdk

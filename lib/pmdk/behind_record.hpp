@@ -33,6 +33,9 @@ public:
 	/** Makes the record list exactly `keys`, durably (none: the file is removed). Throws
 	 *  rpmem::error naming the file and the system's reason. */
 	void write(const std::set<std::string> &keys) const;
+	/** Takes the replicas `keys` off the record (the others stay), durably. Throws as read
+	 *  and write do. */
+	void remove(const std::set<std::string> &keys) const;
 
 private:
 	std::string path_;

@@ -324,9 +324,7 @@ replica_report check_remote(const poolset::poolset &ps, const master &m, ring &r
 		auto did = resync_replica(ps, m, ring, r);
 		if (record) {
 			// In line with the master now: off its record.
-			auto listed = record->read();
-			listed.erase(pmdk::behind_record::key(where));
-			record->write(listed);
+			record->remove({pmdk::behind_record::key(where)});
 			did += "; taken off the master's record of replicas behind";
 		}
 		rep.repairs.push_back(

@@ -22,6 +22,8 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 
 namespace rpmem::tool
 {
@@ -419,11 +421,10 @@ int cmd_sync(const replicate_args &given)
 	}
 	if (a.from < 0 && !a.dry_run && result == exit_ok) {
 		// In line with the master now: off the master's record of replicas behind.
-		pmdk::behind_record record(ps);
-		auto listed = record.read();
+		std::set<std::string> synced;
 		for (auto r : which)
-			listed.erase(pmdk::behind_record::key(ps.replicas[r]));
-		record.write(listed);
+			synced.insert(pmdk::behind_record::key(ps.replicas[r]));
+		pmdk::behind_record(ps).remove(synced);
 	}
 	if (a.json) {
 		j.end_array()
