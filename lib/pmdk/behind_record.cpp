@@ -57,10 +57,19 @@ std::set<std::string> behind_record::read() const
 		                     "exists but cannot be read ({}): fix its "
 		                     "permissions, or run `rpmem sync {}`",
 		                     path_, poolset_file_, std::strerror(errno), poolset_file_));
+	errno = 0;
 	for (std::string line; std::getline(in, line);) {
 		if (line.rfind("REPLICA ", 0) == 0)
 			out.insert(line.substr(8));
 	}
+	if (in.bad()) // opened, but a read failed (a directory: EISDIR; a bad disk: EIO)
+		throw rpmem::error(
+		    EIO,
+		    fmt::format("{}: the record of remote replicas behind of {} "
+		                "exists but cannot be read ({}): remove it and run `rpmem sync "
+		                "{}`, which brings every replica in line",
+		                path_, poolset_file_,
+		                errno ? std::strerror(errno) : "a read failed", poolset_file_));
 	return out;
 }
 

@@ -1775,6 +1775,21 @@ TEST_CASE("replicated_pool, degrade: a replica unreachable at open is on the mas
 		// --repair brings it in line and takes it off the record.
 		const auto tool =
 		    fmt::format("{} {}/bin/rpmem check ", s.env(server), RPMEM_BINARY_DIR);
+		{
+			// A record that cannot be read: no remote replica is judged, and check says
+			// why (exit 2: could not look).
+			const fs::path kept = record.string() + ".kept";
+			fs::rename(record, kept);
+			fs::create_directory(record);
+			auto unreadable = run(tool + s.path());
+			INFO(unreadable.output);
+			CHECK(unreadable.status == 2);
+			CHECK(unreadable.output.find(
+			          "the master's record of replicas behind cannot be "
+			          "read") != std::string::npos);
+			fs::remove(record);
+			fs::rename(kept, record);
+		}
 		auto found = run(tool + s.path());
 		INFO(found.output);
 		CHECK(found.status == 1);
