@@ -29,9 +29,16 @@ struct writer_setup {
 	log_setup log{server, node, {}, "metrics.prom"};
 	std::unique_ptr<child> writer;
 
+	/** Starts the writer and waits for its first metrics sample: a view's rate needs two,
+	 *  so one begun before the file exists shows none in its second snapshot. */
 	void start()
 	{
 		writer = log.start({"RPMEM_RECONNECT_TIMEOUT=1000", "RPMEM_STATS_INTERVAL=200"});
+		const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+		while (!fs::exists(log.metrics_file()) &&
+		       std::chrono::steady_clock::now() < give_up)
+			std::this_thread::sleep_for(std::chrono::milliseconds(20));
+		REQUIRE(fs::exists(log.metrics_file()));
 	}
 	/** The replica goes away and stays away: logins refused, its rpmemd killed. */
 	void lose_replica()
