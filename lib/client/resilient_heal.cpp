@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // resilient_pool's outage side: a failed connection ends the session, the healer thread
 // reconnects (pauses doubling up to resilient_timing::max_delay), resends what the lanes had
-// flushed, catches the replica up in rounds with the calls going on (the last round with them
-// held), or gives up after RPMEM_RECONNECT_TIMEOUT (lost under continue, failed under fail).
+// flushed, catches the replica up in rounds with the calls going on and their persists sent to
+// it directly (the last round with them held), or gives up after RPMEM_RECONNECT_TIMEOUT (lost
+// under continue, failed under fail).
 #include "client/resilient_pool.hpp"
 #include "client/resilient_pool_timing.hpp"
 
@@ -116,6 +117,47 @@ void resilient_pool::push(const std::vector<byte_span> &ranges)
 		dest.move(r.begin, r.size());
 }
 
+namespace
+{
+
+/** Moves at most this much at a time while the calls go on: a persist waits on lane 0, or is
+ *  recorded for a later round, for at most one such move. */
+constexpr std::uint64_t window_bytes = 1u << 20;
+
+/** A catch-up's moves, each announced to the window (catch_up_window.hpp) while in flight and
+ *  made on lane 0 with the application's calls on it held. */
+class windowed_moves final : public sync_destination
+{
+public:
+	windowed_moves(sync_destination &to, catch_up_window &window, std::mutex &lane0)
+	    : to_(to), window_(window), lane0_(lane0)
+	{
+	}
+	void mark() override { to_.mark(); }
+	void clear() override { to_.clear(); }
+	void move(std::uint64_t offset, std::uint64_t length) override
+	{
+		for (std::uint64_t off = offset, end = offset + length; off < end;) {
+			const std::uint64_t n = std::min(window_bytes, end - off);
+			window_.moving(off, n);
+			struct moved {
+				catch_up_window &w;
+				~moved() { w.moved(); }
+			} done{window_};
+			std::lock_guard l(lane0_);
+			to_.move(off, n);
+			off += n;
+		}
+	}
+
+private:
+	sync_destination &to_;
+	catch_up_window &window_;
+	std::mutex &lane0_;
+};
+
+} // namespace
+
 bool resilient_pool::catch_up()
 {
 	const auto start = clock_type::now();
@@ -125,7 +167,9 @@ bool resilient_pool::catch_up()
 	}
 	const auto marked = pmdk::with_behind_mark(attr_, true);
 	replica_destination replica(*rp_, &marked, &marked); // marked while the pool is open
-	fresh_blocks dest(replica, dirty_);
+	windowed_moves windowed(replica, window_, lane0_mu_);
+	fresh_blocks dest(windowed, dirty_);
+	forwarded_.store(0, std::memory_order_relaxed);
 	// Every block a round took, once: what changed from the loss until the replica is
 	// current, the measure of what a catch-up must move at least.
 	dirty_map changed(dirty_.pool_size(), dirty_.block());
@@ -186,9 +230,10 @@ bool resilient_pool::catch_up()
 	          fmt::format("caught up: {} bytes moved in {} round(s), {:.0f} ms, the calls "
 	                      "held for the last {:.1f} ms ({} bytes of blocks changed since it "
 	                      "was lost; {} bytes written again meanwhile went in a later round "
-	                      "only)",
+	                      "only; {} bytes of persists went to it directly meanwhile)",
 	                      dest.moved, round, ms_since(start), ms_since(held_from),
-	                      changed.bytes(), dest.skipped));
+	                      changed.bytes(), dest.skipped,
+	                      forwarded_.load(std::memory_order_relaxed)));
 	gate_.open();
 	return true;
 }

@@ -24,6 +24,9 @@ namespace
 /** Relaxed flushes a lane keeps for a new session before one is drained anyway. */
 constexpr std::size_t max_flushed = 1024;
 
+/** The call forwarded while catching up when it has nothing to send (length 0). */
+void nothing(remote_pool &) {}
+
 /** A failure that is about the call, not the replica: the session is fine. */
 bool about_the_call(const rpmem::error &e)
 {
@@ -207,9 +210,28 @@ void resilient_pool::set_state(state s, const std::string &why)
 		e->state_changed();
 }
 
-template <class F>
+template <class G>
+bool resilient_pool::forward(unsigned lane, std::size_t offset, std::size_t length, G &&g)
+{
+	if (!window_.may_forward(offset, length))
+		return false;
+	std::unique_lock l0(lane0_mu_, std::defer_lock);
+	if (lane == 0)
+		l0.lock();
+	try {
+		g(*rp_);
+	} catch (const rpmem::error &e) {
+		if (about_the_call(e))
+			throw;
+		return false; // the catch-up meets the same failure and the replica is lost again
+	}
+	forwarded_.fetch_add(length, std::memory_order_relaxed);
+	return true;
+}
+
+template <class F, class G>
 void resilient_pool::on_replica(unsigned lane, std::size_t offset, std::size_t length,
-                                when_away away, F &&f)
+                                when_away away, F &&f, G &&g)
 {
 	for (;;) {
 		std::optional<rpmem::error> failed;
@@ -239,8 +261,11 @@ void resilient_pool::on_replica(unsigned lane, std::size_t offset, std::size_t l
 				}
 				break;
 			}
-			case state::lost:
 			case state::catching_up:
+				if (away == when_away::record && forward(lane, offset, length, g))
+					return;
+				[[fallthrough]];
+			case state::lost:
 				if (away == when_away::refuse)
 					throw rpmem::error(
 					    ENODATA,
@@ -266,49 +291,59 @@ void resilient_pool::on_replica(unsigned lane, std::size_t offset, std::size_t l
 
 void resilient_pool::do_persist(std::size_t offset, std::size_t length, unsigned lane)
 {
-	on_replica(lane, offset, length, when_away::record,
-	           [&](remote_pool &rp) { rp.persist(offset, length, lane, 0); });
+	auto persist = [&](remote_pool &rp) { rp.persist(offset, length, lane, 0); };
+	on_replica(lane, offset, length, when_away::record, persist, persist);
 }
 
 void resilient_pool::do_flush(std::size_t offset, std::size_t length, unsigned lane)
 {
-	on_replica(lane, offset, length, when_away::record, [&](remote_pool &rp) {
-		auto &ln = lanes_[lane];
-		if (ln.flushed.size() >= max_flushed) { // a drain earlier than asked is allowed
-			rp.drain(lane, 0);
-			ln.flushed.clear();
-		}
-		rp.flush(offset, length, lane, flush_relaxed);
-		ln.flushed.push_back({offset, offset + length});
-	});
+	on_replica(
+	    lane, offset, length, when_away::record,
+	    [&](remote_pool &rp) {
+		    auto &ln = lanes_[lane];
+		    if (ln.flushed.size() >= max_flushed) { // a drain earlier than asked is allowed
+			    rp.drain(lane, 0);
+			    ln.flushed.clear();
+		    }
+		    rp.flush(offset, length, lane, flush_relaxed);
+		    ln.flushed.push_back({offset, offset + length});
+	    },
+	    // Catching up: made durable at once (earlier than asked: allowed), so no lane keeps
+	    // relaxed flushes across the step to in sync.
+	    [&](remote_pool &rp) { rp.persist(offset, length, lane, 0); });
 }
 
 void resilient_pool::do_drain(unsigned lane)
 {
-	on_replica(lane, 0, 0, when_away::record, [&](remote_pool &rp) {
-		rp.drain(lane, 0);
-		lanes_[lane].flushed.clear();
-	});
+	on_replica(
+	    lane, 0, 0, when_away::record,
+	    [&](remote_pool &rp) {
+		    rp.drain(lane, 0);
+		    lanes_[lane].flushed.clear();
+	    },
+	    nothing); // catching up: the lane's flushes went as persists or are recorded
 }
 
 void resilient_pool::do_deep_persist(std::size_t offset, std::size_t length, unsigned lane)
 {
-	on_replica(lane, offset, length, when_away::record,
-	           [&](remote_pool &rp) { rp.deep_persist(offset, length, lane); });
+	auto deep = [&](remote_pool &rp) { rp.deep_persist(offset, length, lane); };
+	on_replica(lane, offset, length, when_away::record, deep, deep);
 }
 
 void resilient_pool::do_read(void *buf, std::size_t offset, std::size_t length, unsigned lane)
 {
-	on_replica(lane, offset, length, when_away::refuse,
-	           [&](remote_pool &rp) { rp.read(buf, offset, length, lane); });
+	on_replica(
+	    lane, offset, length, when_away::refuse,
+	    [&](remote_pool &rp) { rp.read(buf, offset, length, lane); }, nothing);
 }
 
 void resilient_pool::do_set_attr(const control::pool_attr *attr)
 {
 	const auto a = attr ? *attr : control::pool_attr{};
 	const auto wire = pmdk::with_behind_mark(a, cfg_.keep_going && !a.is_zero());
-	on_replica(0, 0, 0, when_away::record,
-	           [&](remote_pool &rp) { rp.set_attr(a.is_zero() ? nullptr : &wire); });
+	on_replica(
+	    0, 0, 0, when_away::record,
+	    [&](remote_pool &rp) { rp.set_attr(a.is_zero() ? nullptr : &wire); }, nothing);
 	attr_ = a; // a replica away gets it when it has caught up
 }
 

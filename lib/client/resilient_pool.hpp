@@ -10,7 +10,8 @@
 //   continue  the calls go on without the replica (the default). It was marked "possibly
 //             behind" in its header when the pool was opened, so nothing takes it as current
 //             meanwhile; what changed is recorded in a dirty map, and when it is reachable
-//             again the changed blocks are pushed while the application keeps writing, a
+//             again the changed blocks are pushed while the application keeps writing (its
+//             persists go to the replica directly meanwhile: client/catch_up_window.hpp), a
 //             short final step makes it current, and it is in synchronous service again. A
 //             clean close clears the mark.
 //
@@ -20,6 +21,7 @@
 
 #include "client/byte_span.hpp"
 #include "client/call_gate.hpp"
+#include "client/catch_up_window.hpp"
 #include "client/dirty_map.hpp"
 #include "client/pool_calls.hpp"
 #include "client/remote_pool.hpp"
@@ -86,15 +88,21 @@ private:
 	void do_set_attr(const control::pool_attr *attr) override;
 	void do_close() override;
 
-	/** What a call does with the replica in sync: f(remote pool). */
+	/** What a call does with the replica away: records its range (a write) or fails (a read).
+	 */
 	enum class when_away { record, refuse };
 	/** Runs f on the replica when it is in sync (after resending the lane's flushes that an
-	 *  earlier session may have lost); waits while it reconnects; when it is lost or
-	 *  catching up: records [offset, offset+length) in the dirty map (a write), or fails (a
-	 *  read). A failure of the connection starts a reconnect and the call waits for it. */
-	template <class F>
+	 *  earlier session may have lost); waits while it reconnects; when it is lost: records
+	 *  [offset, offset+length) in the dirty map (a write), or fails (a read); when it is
+	 *  catching up, a write runs g(remote pool) if the window lets it (forward()), else is
+	 *  recorded. A failure of the connection starts a reconnect and the call waits for it. */
+	template <class F, class G>
 	void on_replica(unsigned lane, std::size_t offset, std::size_t length, when_away away,
-	                F &&f);
+	                F &&f, G &&g);
+	/** A write while the replica catches up: g(remote pool) when window_ lets it, with lane
+	 *  0 shared with the catch-up's moves. False: the caller records it instead. */
+	template <class G>
+	bool forward(unsigned lane, std::size_t offset, std::size_t length, G &&g);
 	/** The connection failed under a call on session `epoch`: reconnect (once per epoch). */
 	void connection_failed(std::uint64_t epoch, const rpmem::error &e);
 	/** Waits until the state is no longer `from` (or the outage's deadline, then decides). */
@@ -132,6 +140,9 @@ private:
 	std::unique_ptr<lane_state[]> lanes_; // a lane is used by one thread at a time (PMDK)
 	dirty_map dirty_;
 	std::atomic<std::uint64_t> moving_{0}; // the catch-up's round in flight
+	catch_up_window window_{dirty_};       // the catch-up's move in flight
+	std::mutex lane0_mu_; // lane 0 while catching up: the catch-up's moves use it too
+	std::atomic<std::uint64_t> forwarded_{0}; // bytes of persists sent while catching up
 
 	std::atomic<state> state_{state::in_sync};
 	mutable std::mutex mu_; // state changes, the cause, the outage's start

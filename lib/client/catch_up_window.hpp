@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// While a replica catches up (client/resilient_heal.cpp), the application's persists go to it
+// directly, as DRBD mirrors writes to a SyncTarget during its resync: a block the catch-up has
+// moved stays current by the persists that follow, so it is not moved again. Only the blocks
+// changed since the loss move, once each, and the rounds converge whatever the write rate.
+//
+// One race decides which persists may go: a move reads the master's bytes while it is in
+// flight, so a persist whose bytes were written during a move of the same range may land
+// before that move's older copy of them. Such a persist is recorded in the dirty map instead,
+// and its blocks move again in a later round. A persist checked before a move begins is safe
+// (the move reads its bytes after they were written); one checked after the move is durable
+// is safe (it lands after).
+#pragma once
+
+#include "client/dirty_map.hpp"
+
+#include <cstdint>
+#include <mutex>
+
+namespace rpmem::client
+{
+
+class catch_up_window
+{
+public:
+	explicit catch_up_window(const dirty_map &dirty) : dirty_(dirty) {}
+
+	/** The catch-up is about to move [offset, offset+length). */
+	void moving(std::uint64_t offset, std::uint64_t length)
+	{
+		std::lock_guard l(mu_);
+		begin_ = offset;
+		end_ = offset + length;
+	}
+	/** The move is durable on the replica, or failed. */
+	void moved()
+	{
+		std::lock_guard l(mu_);
+		begin_ = end_ = 0;
+	}
+
+	/**
+	 * Whether a persist of [offset, offset+length), whose bytes the application wrote before
+	 * this call, may go to the replica directly: not when a move in flight overlaps it (it
+	 * may carry older bytes and land later), nor when every block it touches is marked (a
+	 * later move carries its bytes anyway). Otherwise the caller records it in the map.
+	 */
+	bool may_forward(std::uint64_t offset, std::uint64_t length) const
+	{
+		if (length == 0)
+			return false;
+		const std::uint64_t end = offset + length;
+		{
+			std::lock_guard l(mu_);
+			if (offset < end_ && begin_ < end)
+				return false;
+		}
+		const std::uint64_t block = dirty_.block();
+		for (std::uint64_t b = offset / block * block; b < end; b += block)
+			if (!dirty_.marked(b))
+				return true;
+		return false;
+	}
+
+private:
+	const dirty_map &dirty_;
+	mutable std::mutex mu_;
+	std::uint64_t begin_ = 0, end_ = 0; // the move in flight; empty when none
+};
+
+} // namespace rpmem::client
