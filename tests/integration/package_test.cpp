@@ -13,11 +13,6 @@ using namespace rpmem::test;
 namespace
 {
 
-bool has(const process_result &r, const std::string &text)
-{
-	return r.output.find(text) != std::string::npos;
-}
-
 void require_ok(const process_result &r, const std::string &what)
 {
 	INFO(what << " printed:\n" << r.output);

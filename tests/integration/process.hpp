@@ -27,6 +27,16 @@ struct process_result {
 	std::string output; // stdout and stderr together
 };
 
+/** Whether `text` (or a program's output) holds `part`. */
+inline bool has(const std::string &text, const std::string &part)
+{
+	return text.find(part) != std::string::npos;
+}
+inline bool has(const process_result &r, const std::string &part)
+{
+	return has(r.output, part);
+}
+
 namespace detail
 {
 

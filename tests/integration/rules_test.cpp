@@ -19,11 +19,6 @@ namespace
 
 const std::string rules = RPMEM_SOURCE_DIR "/packaging/prometheus/rpmem.rules.yml";
 
-bool has(const std::string &text, const std::string &part)
-{
-	return text.find(part) != std::string::npos;
-}
-
 /** A directory removed at the end (declared first: removed last). */
 struct temp_directory {
 	fs::path path = make_temp_dir("/tmp", "rpmem-rules-");

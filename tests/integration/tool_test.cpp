@@ -120,11 +120,6 @@ std::string json_fields(const process_result &r, const std::string &fields)
 	return parsed.output;
 }
 
-bool has(const process_result &r, const std::string &text)
-{
-	return r.output.find(text) != std::string::npos;
-}
-
 void overwrite(const fs::path &file, std::uint64_t offset, const std::string &bytes)
 {
 	std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);

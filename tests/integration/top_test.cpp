@@ -15,11 +15,6 @@ namespace
 
 const std::string tool = RPMEM_BINARY_DIR "/bin/rpmem";
 
-bool has(const std::string &text, const std::string &part)
-{
-	return text.find(part) != std::string::npos;
-}
-
 /** A writer of a pool with one remote replica (stock libpmemobj, pmemobj_log) reporting to a
  *  Prometheus metrics file five times a second. A lost replica does not stop it
  *  (RPMEM_ON_OUTAGE=continue, the default, after RPMEM_RECONNECT_TIMEOUT: 1 s). */
