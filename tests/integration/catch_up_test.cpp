@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The C ABI's online catch-up (client/resilient_pool.hpp, catch_up_window.hpp) through our own
+// C program (tests/support/capi_bulk.c), not libpmemobj: its threads are ours, so this binary
+// runs under TSan too (the stock-libpmemobj outage scenarios are in outage_test.cpp).
+#include "pmemobj_log_setup.hpp"
+#include "process.hpp"
+#include "replica_fixture.hpp"
+#include "support/child.hpp"
+
+#include <regex>
+#include <span>
+#include <thread>
+
+using namespace rpmem::test;
+
+namespace
+{
+
+struct loopback {
+	sshd server;
+	replica node{server};
+};
+
+} // namespace
+
+TEST_CASE("catch-up: rpmemd killed while a catch-up moves and the calls persist to the "
+          "replica; it is caught up again and matches the master",
+          "[outage][capi][kill]")
+{
+	// tests/support/capi_bulk.c: a 192 MiB pool whose every block changes while the replica
+	// is lost, so its catch-up takes long enough (a few hundred ms here) to be caught in the
+	// act; a thread persists records into the last MiB on lane 0 meanwhile, which the
+	// catch-up's moves share; they go to the replica (catch_up_window.hpp) except while a
+	// move covers them.
+	constexpr std::size_t size = 192u << 20;
+	loopback net;
+	log_setup s(net.server, net.node);
+	net.node.write_poolset("bulk.set", {"200M"});
+	const auto err = s.dir() / "bulk.err";
+	const auto dump = s.dir() / "master.bin";
+	child w({RPMEM_BINARY_DIR "/bin/rpmem_capi_bulk", net.server.target().str(), "bulk.set",
+	         std::to_string(size), dump.string()},
+	        s.environment({"RPMEM_RECONNECT_TIMEOUT=1000"}), err.string());
+	auto errors = [&] { return slurp(err); };
+	auto line = w.read_line(std::chrono::seconds(120));
+	INFO("capi_bulk's stderr:\n" << errors());
+	REQUIRE(line);
+	REQUIRE(line->rfind("ready ", 0) == 0);
+	auto count = [&](const std::string &what) {
+		const auto text = errors();
+		std::size_t n = 0;
+		for (auto at = text.find(what); at != std::string::npos;
+		     at = text.find(what, at + 1))
+			++n;
+		return n;
+	};
+	auto wait_for = [&](const std::string &what, std::size_t n, std::chrono::seconds limit) {
+		const auto give_up = std::chrono::steady_clock::now() + limit;
+		while (count(what) < n && std::chrono::steady_clock::now() < give_up)
+			std::this_thread::sleep_for(std::chrono::milliseconds(2));
+		return count(what) >= n;
+	};
+	const auto keys = net.server.dir() / "authorized_keys";
+	const auto keys_off = net.server.dir() / "authorized_keys.off";
+	// Lost, every block changed, back, and rpmemd killed as soon as the catch-up begins; a
+	// catch-up that finished first (a loaded machine may run it before this sees it begin)
+	// is tried again with the next fill.
+	auto say = [&](const std::string &command) {
+		const std::string l = command + "\n";
+		return w.write(
+		    std::span(reinterpret_cast<const std::uint8_t *>(l.data()), l.size()));
+	};
+	// The text after the last `marker` in the log ("" when there is none).
+	auto after = [&](const std::string &marker) {
+		const auto text = errors();
+		const auto at = text.rfind(marker);
+		return at == std::string::npos ? std::string() : text.substr(at + marker.size());
+	};
+	auto wait_until = [&](auto &&done) {
+		const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+		while (!done() && std::chrono::steady_clock::now() < give_up)
+			std::this_thread::sleep_for(std::chrono::milliseconds(2));
+		return done();
+	};
+	auto lost = [&] { return after(": replica ").rfind("lost", 0) == 0; };
+	bool interrupted = false;
+	for (unsigned attempt = 1; attempt <= 4 && !interrupted; ++attempt) {
+		fs::rename(keys, keys_off);
+		REQUIRE(run_kill_rpmemd(net.node.dir().string()));
+		REQUIRE(wait_until(lost));
+		REQUIRE(say(fmt::format("fill {}", attempt)));
+		line = w.read_line(std::chrono::seconds(120));
+		REQUIRE(line == std::string("filled"));
+		fs::rename(keys_off, keys);
+		REQUIRE(wait_for("replica catching_up", attempt, std::chrono::seconds(60)));
+		REQUIRE(run_kill_rpmemd(net.node.dir().string()));
+		// Either the catch-up failed (the case this test is for), or it had finished and
+		// the kill is an ordinary reconnect, waited for before the next attempt.
+		REQUIRE(wait_until([&] {
+			const auto since = after("replica catching_up");
+			return has(since, "catching up failed") ||
+			       has(since, "replica in_sync (reconnected");
+		}));
+		interrupted = has(after("replica catching_up"), "catching up failed");
+	}
+	INFO("capi_bulk's stderr:\n" << errors());
+	REQUIRE(interrupted);
+	// Caught up after the kill, by itself.
+	REQUIRE(wait_until(
+	    [&] { return has(after("catching up failed"), "replica in_sync (caught up"); }));
+	{
+		// The records thread kept persisting while the catch-up moved the blocks before
+		// its own: those persists went to the replica (its number in the line is not 0).
+		const auto caught = after("replica in_sync (caught up");
+		const std::regex direct("; ([0-9]+) bytes of persists went to it directly");
+		std::smatch m;
+		INFO("the caught-up line: " << caught.substr(0, caught.find('\n')));
+		REQUIRE(std::regex_search(caught, m, direct));
+		CHECK(std::stoull(m[1].str()) > 0);
+	}
+	REQUIRE(say("close"));
+	line = w.read_line(std::chrono::seconds(120));
+	REQUIRE(line == std::string("closed 0 0"));
+	line = w.read_line(std::chrono::seconds(120));
+	REQUIRE(line == std::string("dumped"));
+	REQUIRE(w.wait(std::chrono::seconds(30)) == 0);
+	// The replica holds every byte of the master (the header apart: the mark was cleared).
+	const auto master = slurp(dump), replica = slurp(net.node.part("bulk.set"));
+	REQUIRE(master.size() == size);
+	REQUIRE(replica.size() >= size);
+	std::size_t first = size;
+	for (std::size_t i = 4096; i < size && first == size; ++i)
+		if (master[i] != replica[i])
+			first = i;
+	INFO("the first byte differing at " << first);
+	CHECK(first == size);
+}

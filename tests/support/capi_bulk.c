@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * capi_bulk: our librpmem's C ABI with a catch-up long enough to interrupt, for
+ * tests/integration/outage_test.cpp. Creates a remote pool of SIZE bytes (with attributes, so
+ * it has a header and is marked possibly behind while open), then a thread persists 64-byte
+ * records round and round through the pool's last MiB on lane 0 (the lane a catch-up's moves
+ * share; the blocks a catch-up moves last), while the main thread takes commands from stdin,
+ * one per line:
+ *
+ *   fill N   writes byte N over [4 KiB, SIZE - 1 MiB) (after the header, before the records)
+ *            and persists it 1 MiB at a time on lane 1; prints "filled"
+ *   close    stops the thread, closes the pool and prints "closed <rc> <errno>", writes the
+ *            pool's bytes (the master) to DUMP, prints "dumped" and exits 0
+ *
+ * Prints "ready <nlanes>" once the pool is created. A failed call prints
+ * "error <call> <errno> <message>" and exits 1: under RPMEM_ON_OUTAGE=continue none may fail.
+ *
+ *   capi_bulk TARGET DESCRIPTOR SIZE DUMP
+ */
+#include <rpmem/librpmem.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB ((size_t)1 << 20)
+#define HEADER 4096
+
+static RPMEMpool *pool;
+static unsigned char *base;
+static atomic_int stop;
+
+static void fail(const char *call)
+{
+	printf("error %s %d %s\n", call, errno, rpmem_errormsg());
+	fflush(stdout);
+	exit(1);
+}
+
+static size_t size;
+
+static void *records(void *arg)
+{
+	(void)arg;
+	uint64_t k = 0;
+	while (!atomic_load(&stop)) {
+		const size_t off = size - MIB + (k * 64) % MIB;
+		memset(base + off, (int)(k % 251) + 1, 64);
+		memcpy(base + off, &k, sizeof(k));
+		if (rpmem_persist(pool, off, 64, 0, 0))
+			fail("rpmem_persist (records)");
+		++k;
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 5) {
+		fprintf(stderr, "usage: %s TARGET DESCRIPTOR SIZE DUMP\n", argv[0]);
+		return 2;
+	}
+	size = strtoull(argv[3], NULL, 0);
+	if (size < 4 * MIB)
+		return 2;
+	if (posix_memalign((void **)&base, 4096, size))
+		return 2;
+	memset(base, 0, size);
+	struct rpmem_pool_attr attr;
+	memset(&attr, 0, sizeof(attr));
+	memcpy(attr.signature, "CAPIBULK", 8);
+	attr.major = 1;
+	memset(attr.poolset_uuid, 1, sizeof(attr.poolset_uuid));
+	memset(attr.uuid, 2, sizeof(attr.uuid));
+	unsigned nlanes = 4;
+	pool = rpmem_create(argv[1], argv[2], base, size, &nlanes, &attr);
+	if (!pool)
+		fail("rpmem_create");
+	if (nlanes < 2) {
+		printf("error rpmem_create 0 only %u lane(s) granted\n", nlanes);
+		return 1;
+	}
+	printf("ready %u\n", nlanes);
+	fflush(stdout);
+	pthread_t t;
+	if (pthread_create(&t, NULL, records, NULL))
+		return 2;
+	char line[128];
+	while (fgets(line, sizeof(line), stdin)) {
+		unsigned n;
+		if (sscanf(line, "fill %u", &n) == 1) {
+			for (size_t off = HEADER; off < size - MIB; off += MIB) {
+				const size_t len = size - MIB - off < MIB ? size - MIB - off : MIB;
+				memset(base + off, (int)n, len);
+				if (rpmem_persist(pool, off, len, 1, 0))
+					fail("rpmem_persist (fill)");
+			}
+			printf("filled\n");
+			fflush(stdout);
+		} else if (strncmp(line, "close", 5) == 0) {
+			break;
+		}
+	}
+	atomic_store(&stop, 1);
+	pthread_join(t, NULL);
+	const int rc = rpmem_close(pool);
+	printf("closed %d %d\n", rc, rc ? errno : 0);
+	fflush(stdout);
+	FILE *f = fopen(argv[4], "wb");
+	if (!f || fwrite(base, 1, size, f) != size || fclose(f))
+		return 2;
+	printf("dumped\n");
+	fflush(stdout);
+	free(base);
+	return 0;
+}
