@@ -24,7 +24,7 @@ struct loopback {
 } // namespace
 
 TEST_CASE("catch-up: rpmemd killed while a catch-up moves and the calls persist to the "
-          "replica; it is caught up again and matches the master",
+          "replica, and it is caught up again and matches the master",
           "[outage][capi][kill]")
 {
 	// tests/support/capi_bulk.c: a 192 MiB pool whose every block changes while the replica
