@@ -14,8 +14,10 @@
 
 #include "client/dirty_map.hpp"
 
+#include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <utility>
 
 namespace rpmem::client
 {
@@ -66,6 +68,61 @@ private:
 	const dirty_map &dirty_;
 	mutable std::mutex mu_;
 	std::uint64_t begin_ = 0, end_ = 0; // the move in flight; empty when none
+};
+
+/**
+ * Lane 0 while a replica catches up: the catch-up's moves use it too, and the two take turns
+ * in the order they asked (a ticket lock). A plain mutex would let the catch-up, which asks
+ * again at once after each move, keep a lane-0 call out for the whole catch-up; a lock that
+ * prefers calls would let a writer persisting back to back on lane 0 hold the catch-up back.
+ * In turns, a call waits for at most the one move in flight or waiting when it came, and a
+ * move for the calls that asked before it.
+ */
+class lane_turns
+{
+public:
+	/** One turn: lane 0 is the holder's until it ends. */
+	class turn
+	{
+	public:
+		explicit turn(lane_turns *t) : t_(t) {}
+		turn(turn &&o) noexcept : t_(std::exchange(o.t_, nullptr)) {}
+		turn &operator=(turn &&o) noexcept
+		{
+			std::swap(t_, o.t_);
+			return *this;
+		}
+		~turn()
+		{
+			if (t_)
+				t_->done();
+		}
+
+	private:
+		lane_turns *t_;
+	};
+
+	/** Waits for the turns asked before this one to end. */
+	turn take()
+	{
+		std::unique_lock l(mu_);
+		const std::uint64_t ticket = next_++;
+		cv_.wait(l, [&] { return serving_ == ticket; });
+		return turn(this);
+	}
+
+private:
+	void done()
+	{
+		{
+			std::lock_guard l(mu_);
+			++serving_;
+		}
+		cv_.notify_all();
+	}
+	std::mutex mu_;
+	std::condition_variable cv_;
+	std::uint64_t next_ = 0, serving_ = 0;
 };
 
 } // namespace rpmem::client

@@ -121,15 +121,16 @@ namespace
 {
 
 /** Moves at most this much at a time while the calls go on: a persist waits on lane 0, or is
- *  recorded for a later round, for at most one such move. */
-constexpr std::uint64_t window_bytes = 1u << 20;
+ *  recorded for a later round, for at most one such move. 1 MiB resent more (blocks hit in
+ *  flight); 64 and 128 KiB made catch-ups slower (docs/lab/performance-records.md). */
+constexpr std::uint64_t window_bytes = 256u << 10;
 
 /** A catch-up's moves, each announced to the window (catch_up_window.hpp) while in flight and
- *  made on lane 0 with the application's calls on it held. */
+ *  made on lane 0 in turns with the application's calls on it (lane_turns). */
 class windowed_moves final : public sync_destination
 {
 public:
-	windowed_moves(sync_destination &to, catch_up_window &window, std::mutex &lane0)
+	windowed_moves(sync_destination &to, catch_up_window &window, lane_turns &lane0)
 	    : to_(to), window_(window), lane0_(lane0)
 	{
 	}
@@ -144,7 +145,7 @@ public:
 				catch_up_window &w;
 				~moved() { w.moved(); }
 			} done{window_};
-			std::lock_guard l(lane0_);
+			const auto turn = lane0_.take();
 			to_.move(off, n);
 			off += n;
 		}
@@ -153,7 +154,7 @@ public:
 private:
 	sync_destination &to_;
 	catch_up_window &window_;
-	std::mutex &lane0_;
+	lane_turns &lane0_;
 };
 
 } // namespace
@@ -167,7 +168,7 @@ bool resilient_pool::catch_up()
 	}
 	const auto marked = pmdk::with_behind_mark(attr_, true);
 	replica_destination replica(*rp_, &marked, &marked); // marked while the pool is open
-	windowed_moves windowed(replica, window_, lane0_mu_);
+	windowed_moves windowed(replica, window_, lane0_);
 	fresh_blocks dest(windowed, dirty_);
 	forwarded_.store(0, std::memory_order_relaxed);
 	// Every block a round took, once: what changed from the loss until the replica is
@@ -215,12 +216,14 @@ bool resilient_pool::catch_up()
 		dirty_.mark(taken); // may not have landed
 		moving_.store(0, std::memory_order_relaxed);
 		std::lock_guard l(mu_);
-		if (final_step)
-			gate_.open();
-		rp_->abandon();
+		rp_->abandon(); // calls waiting on the session fail now and record their ranges
+		if (!final_step)
+			gate_.close();
 		outage_start_ = clock_type::now();
 		cause_ = e.message();
+		// Lost before the calls go on: none sends to the abandoned session after this.
 		set_state(state::lost, fmt::format("catching up failed: {}", e.message()));
+		gate_.open();
 		return false;
 	}
 	moving_.store(0, std::memory_order_relaxed);

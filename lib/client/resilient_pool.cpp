@@ -215,9 +215,9 @@ bool resilient_pool::forward(unsigned lane, std::size_t offset, std::size_t leng
 {
 	if (!window_.may_forward(offset, length))
 		return false;
-	std::unique_lock l0(lane0_mu_, std::defer_lock);
+	std::optional<lane_turns::turn> l0;
 	if (lane == 0)
-		l0.lock();
+		l0.emplace(lane0_.take());
 	try {
 		g(*rp_);
 	} catch (const rpmem::error &e) {
@@ -291,6 +291,8 @@ void resilient_pool::on_replica(unsigned lane, std::size_t offset, std::size_t l
 
 void resilient_pool::do_persist(std::size_t offset, std::size_t length, unsigned lane)
 {
+	// Catching up too, a persist waits for the replica: sent without waiting, it could land
+	// after a later persist of the same bytes on another lane (architecture.md).
 	auto persist = [&](remote_pool &rp) { rp.persist(offset, length, lane, 0); };
 	on_replica(lane, offset, length, when_away::record, persist, persist);
 }

@@ -141,7 +141,7 @@ private:
 	dirty_map dirty_;
 	std::atomic<std::uint64_t> moving_{0}; // the catch-up's round in flight
 	catch_up_window window_{dirty_};       // the catch-up's move in flight
-	std::mutex lane0_mu_; // lane 0 while catching up: the catch-up's moves use it too
+	lane_turns lane0_; // lane 0 while catching up: the catch-up's moves use it too
 	std::atomic<std::uint64_t> forwarded_{0}; // bytes of persists sent while catching up
 
 	std::atomic<state> state_{state::in_sync};

@@ -256,6 +256,42 @@ TEST_CASE("catch_up_window: persists sent directly during a catch-up, moves raci
 	CHECK(differ == 0);
 }
 
+TEST_CASE("lane_turns: a call and a move asking again and again take turns", "[client][dirty]")
+{
+	// A mover takes turns back to back, as a catch-up does, and a caller too, as a writer
+	// persisting back to back on lane 0: neither waits for more than the other's one turn.
+	// A plain mutex lets the one that asks again first take it again, many times in a row.
+	lane_turns lane;
+	std::atomic<bool> stop{false};
+	std::atomic<std::uint64_t> moves{0}, calls{0};
+	std::uint64_t worst_call = 0, worst_move = 0;
+	auto busy = [] {
+		for (int i = 0; i < 100; ++i) // the move or call in flight
+			std::this_thread::yield();
+	};
+	std::thread mover([&] {
+		while (!stop) {
+			const auto before = calls.load();
+			const auto turn = lane.take();
+			worst_move = std::max(worst_move, calls.load() - before);
+			moves.fetch_add(1);
+			busy();
+		}
+	});
+	for (int i = 0; i < 300; ++i) {
+		const auto before = moves.load();
+		const auto turn = lane.take();
+		worst_call = std::max(worst_call, moves.load() - before);
+		calls.fetch_add(1);
+		busy();
+	}
+	stop = true;
+	mover.join();
+	INFO(moves.load() << " moves, " << calls.load() << " calls");
+	CHECK(worst_call <= 1);
+	CHECK(worst_move <= 1);
+}
+
 TEST_CASE("call_gate: close waits for the calls inside and holds new ones until open",
           "[client][gate]")
 {
