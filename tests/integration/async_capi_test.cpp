@@ -218,7 +218,7 @@ TEST_CASE("async capi: rpmemd killed mid-stream: calls fail, close fails, the ma
 namespace
 {
 
-constexpr int ring = 4096; // tests/support/pmemobj_seq.c
+constexpr int ring = 32768; // tests/support/pmemobj_seq.c: 100 ms of commits up to 327k/s
 constexpr std::chrono::milliseconds max_lag{100};
 
 /** What pmemobj_seq publishes (tests/support/pmemobj_seq.c, struct state). */
@@ -339,9 +339,18 @@ public:
 		auto &e = env();
 		wait_rpmemd_gone();
 		const auto promoted = local_ / "promoted.set";
-		auto p =
-		    run(fmt::format("{}/bin/rpmem promote --force {} --output {}", RPMEM_BINARY_DIR,
-		                    (e.node.dir() / "seq.set").string(), promoted.string()));
+		auto promote = [&] {
+			return run(fmt::format(
+			    "{}/bin/rpmem promote --force {} --output {}", RPMEM_BINARY_DIR,
+			    (e.node.dir() / "seq.set").string(), promoted.string()));
+		};
+		auto p = promote();
+		// A SIGKILLed rpmemd may hold its part's lock for a moment after find_rpmemd no
+		// longer sees it (its exit closes files last): "in use" is waited out, bounded.
+		for (int tries = 0; p.status != 0 && has(p, "is in use") && tries < 300; ++tries) {
+			std::this_thread::sleep_for(std::chrono::milliseconds(100));
+			p = promote();
+		}
 		report = "rpmem promote printed:\n" + p.output;
 		if (p.status != 0)
 			return -1;
@@ -415,10 +424,18 @@ TEST_CASE("async capi: stock libpmemobj killed at random moments: each replica i
 		rounds = std::max(1, std::atoi(n));
 	for (int i = 0; i < rounds; ++i) {
 		auto w = s.start();
-		// Killed after a random number of transactions (progress, not time, so that a
-		// loaded machine kills as deep into the run), a little later still.
-		s.wait_committed(1 + rng() % 1000, *w);
-		std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20000));
+		if (i % 2 == 0) {
+			// Killed after a random number of transactions (progress, not time, so
+			// that a loaded machine kills as deep into the run), a little later still.
+			s.wait_committed(1 + rng() % 1000, *w);
+			std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20000));
+		} else {
+			// Killed 120-220 ms after its first commit, so that the lag bound requires
+			// transactions on the replica however fast the writer commits (a fast
+			// machine ran 1000 transactions in less than the bound).
+			s.wait_committed(1, *w);
+			std::this_thread::sleep_for(std::chrono::milliseconds(120 + rng() % 100));
+		}
 		w->kill(SIGKILL);
 		REQUIRE(w->wait(std::chrono::seconds(30)));
 		++kills;
@@ -442,7 +459,7 @@ TEST_CASE("async capi: stock libpmemobj killed at random moments: each replica i
 	INFO(kills << " kills; the lag bound required transactions on the replica in " << bounded
 	           << ", the replica was behind the master in " << behind);
 	// The kills must test the bound, not only find the replica before its first transaction:
-	// a run to transaction T (up to 1000) spans more than the 100 ms lag bound for most T.
+	// every other run spans more than the 100 ms lag bound.
 	CHECK(bounded >= kills / 4);
 }
 

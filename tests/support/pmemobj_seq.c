@@ -26,7 +26,7 @@
 
 #define LAYOUT "rpmem-pmemobj-seq"
 #define NOBJ 6
-#define RING 4096
+#define RING 32768
 
 static const size_t sizes[NOBJ] = {64, 256, 1000, 4096, 8192, 16384};
 
