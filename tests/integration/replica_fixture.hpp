@@ -336,16 +336,17 @@ inline bool rpmemd_holds_files(const std::filesystem::path &proc_pid)
 }
 
 /**
- * The PID of the rpmemd serving the replica whose directory is `unique`, or -1. An exiting
- * process shows neither its command line nor its executable, yet holds its pool's lock
- * until it has closed its files: one seen here before is still reported until then (a test
- * that ran `rpmem promote` on the pool right after found it locked, under load).
+ * The PIDs of the rpmemds of the replica whose directory is `unique`, oldest PID first. An
+ * exiting process shows neither its command line nor its executable, yet holds its pool's
+ * lock until it has closed its files: one seen here before is still reported until then (a
+ * test that ran `rpmem promote` on the pool right after found it locked, under load).
  */
-inline pid_t find_rpmemd(const std::string &unique)
+inline std::vector<pid_t> find_rpmemds(const std::string &unique)
 {
 	static std::mutex mu;
 	static std::map<pid_t, std::string> seen; // pid -> unique, of rpmemds found here
 	std::lock_guard lock(mu);
+	std::vector<pid_t> found;
 	for (const auto &e : std::filesystem::directory_iterator("/proc")) {
 		auto name = e.path().filename().string();
 		if (name.find_first_not_of("0123456789") != std::string::npos)
@@ -358,24 +359,37 @@ inline pid_t find_rpmemd(const std::string &unique)
 		if (exe.find("rpmemd") != std::string::npos &&
 		    cmdline.find(unique) != std::string::npos) {
 			seen[pid] = unique;
-			return pid;
+			found.push_back(pid);
+			continue;
 		}
 		if (auto s = seen.find(pid); s != seen.end() && s->second == unique) {
-			if (cmdline.empty() && rpmemd_holds_files(e.path()))
-				return pid;
+			if (cmdline.empty() && rpmemd_holds_files(e.path())) {
+				found.push_back(pid);
+				continue;
+			}
 			seen.erase(s);
 		}
 	}
-	return -1;
+	std::sort(found.begin(), found.end());
+	return found;
 }
 
-/** SIGKILLs that rpmemd; false when none was found. */
+/** The PID of an rpmemd of the replica whose directory is `unique` (find_rpmemds), or -1. */
+inline pid_t find_rpmemd(const std::string &unique)
+{
+	const auto all = find_rpmemds(unique);
+	return all.empty() ? -1 : all.front();
+}
+
+/** SIGKILLs every rpmemd of that replica: the one serving it and any still ending (a test
+ *  that killed only the first found, under load, killed a session already ending and left
+ *  the serving one alive). False when none was found. */
 inline bool run_kill_rpmemd(const std::string &unique)
 {
-	pid_t pid = find_rpmemd(unique);
-	if (pid <= 0)
-		return false;
-	return ::kill(pid, SIGKILL) == 0;
+	bool killed = false;
+	for (const pid_t pid : find_rpmemds(unique))
+		killed = ::kill(pid, SIGKILL) == 0 || killed;
+	return killed;
 }
 
 /** Waits (bounded: 10 s) until the rpmemd serving `node` has exited. */
