@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The C ABI's online catch-up (client/resilient_pool.hpp, catch_up_window.hpp) through our own
 // C program (tests/support/capi_bulk.c), not libpmemobj: its threads are ours, so this binary
-// runs under TSan too (the stock-libpmemobj outage scenarios are in outage_test.cpp).
+// runs under TSan too (the stock-libpmemobj outage scenarios are in outage_test.cpp). The one
+// race TSan is told to pass over is the catch-up's designed one: its moves read the bytes the
+// records thread writes (capi_bulk.c says how it is kept to that race).
 #include "pmemobj_log_setup.hpp"
 #include "process.hpp"
 #include "replica_fixture.hpp"
