@@ -2,7 +2,7 @@
 # Opening a pool with and without a resident rpmemd (issue 28; docs/lab/performance-records.md,
 # "A resident rpmemd"): `rpmem-bench -s open` against a private sshd on loopback, ROUNDS rounds
 # (default 3) alternating rpmemd without and with --resident=60, REPS opens per round (default
-# 10). Prints the open rows of each round. Uses the build in ${BUILD_DIR:-build} as it is.
+# 10). Prints the create and open rows of each round. Uses the build in ${BUILD_DIR:-build} as it is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(cd "${BUILD_DIR:-build}" && pwd)
@@ -21,7 +21,7 @@ for round in $(seq "${ROUNDS:-3}"); do
     echo "== round $round: rpmemd ${resident:-without --resident}"
     export RPMEM_CMD="$build/bin/rpmemd --poolset-dir=$replica --log-file=$work/rpmemd.log $resident"
     "$build/bin/rpmem-bench" -s open --open-reps "${REPS:-10}" "$RPMEM_DEMO_TARGET" p.set |
-      grep -E ' open(\.| )'
+      grep -E ' (create|open)(\.| )'
     rm -f "$replica/p.part"
   done
 done
