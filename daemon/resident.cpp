@@ -216,8 +216,8 @@ private:
 		auto until = steady::now() + 1h;
 		if (ready_spares() < settings_.spares)
 			until =
-			    std::min(until, std::max(spare_due_, ready_spares() ? replenish_at_
-			                                                        : steady::now()));
+			    std::min(until, std::max(spare_due_, warm_spares() ? replenish_at_
+			                                                       : steady::now()));
 		if (sessions() == 0)
 			until = std::min(until, idle_since_ + settings_.idle);
 		for (const auto &f : pending_)
@@ -237,6 +237,13 @@ private:
 	{
 		return static_cast<std::size_t>(
 		    std::count_if(spares_.begin(), spares_.end(), available));
+	}
+	/** Spares that could take a session now: available and warm. */
+	std::size_t warm_spares() const
+	{
+		return static_cast<std::size_t>(
+		    std::count_if(spares_.begin(), spares_.end(),
+		                  [](auto &s) { return available(s) && s.warm; }));
 	}
 	bool idle() const
 	{
@@ -437,8 +444,11 @@ private:
 	void keep_a_spare()
 	{
 		const auto now = steady::now();
+		// The replacement waits (spare_delay) only while a warm spare is left: with none,
+		// the next session would start cold, which costs it more than the warming costs the
+		// session being set up (a burst of sessions ran out of spares).
 		while (ready_spares() < settings_.spares && now >= spare_due_ &&
-		       (ready_spares() == 0 || now >= replenish_at_))
+		       (warm_spares() == 0 || now >= replenish_at_))
 			if (!fork_spare())
 				break;
 	}

@@ -60,9 +60,10 @@ struct settings {
 	 *  the provider libraries' constructors sleeping). */
 	std::size_t spares = 2;
 	/** How long after a spare took a session its replacement is forked, while another spare
-	 *  is ready: the replacement's start-up (~0.1 s of CPU reading /proc/kallsyms for the
-	 *  verbs provider) then does not compete with the session that just began. With no spare
-	 *  ready, one is forked at once. */
+	 *  is warm (ready to take one): the replacement's start-up (~0.1 s of CPU reading
+	 *  /proc/kallsyms for the verbs provider) then does not compete with the session that
+	 *  just began. With none warm (the others still starting, or taken), one is forked at
+	 *  once. */
 	std::chrono::milliseconds spare_delay{500};
 	/** The first pause before a spare that died while it started is replaced; it doubles
 	 *  with each such death, up to a minute. */
