@@ -9,6 +9,7 @@
 #include "replica_fixture.hpp"
 #include "support/child.hpp"
 
+#include <cstdio>
 #include <regex>
 #include <span>
 #include <thread>
@@ -85,6 +86,19 @@ TEST_CASE("catch-up: rpmemd killed while a catch-up moves and the calls persist 
 		return done();
 	};
 	auto lost = [&] { return after(": replica ").rfind("lost", 0) == 0; };
+	// capi_bulk's lap line: the records thread's persists and the longest one since the last.
+	struct lap_figures {
+		unsigned long long records = 0, longest_us = 0;
+	};
+	auto read_lap = [&] {
+		lap_figures f;
+		line = w.read_line(std::chrono::seconds(120));
+		REQUIRE(line);
+		REQUIRE(std::sscanf(line->c_str(), "records %llu longest_us %llu", &f.records,
+		                    &f.longest_us) == 2);
+		return f;
+	};
+	unsigned long long earlier_longest_us = 0; // before the logins were last allowed again
 	bool interrupted = false;
 	for (unsigned attempt = 1; attempt <= 4 && !interrupted; ++attempt) {
 		fs::rename(keys, keys_off);
@@ -93,6 +107,8 @@ TEST_CASE("catch-up: rpmemd killed while a catch-up moves and the calls persist 
 		REQUIRE(say(fmt::format("fill {}", attempt)));
 		line = w.read_line(std::chrono::seconds(120));
 		REQUIRE(line == std::string("filled"));
+		REQUIRE(say("lap"));
+		earlier_longest_us = std::max(earlier_longest_us, read_lap().longest_us);
 		fs::rename(keys_off, keys);
 		REQUIRE(wait_for("replica catching_up", attempt, std::chrono::seconds(60)));
 		REQUIRE(run_kill_rpmemd(net.node.dir().string()));
@@ -120,7 +136,21 @@ TEST_CASE("catch-up: rpmemd killed while a catch-up moves and the calls persist 
 		REQUIRE(std::regex_search(caught, m, direct));
 		CHECK(std::stoull(m[1].str()) > 0);
 	}
-	REQUIRE(say("close"));
+	// What the application lived through: every persist returned success (capi_bulk stops
+	// at the first error), and none waited longer than librpmem(7)'s bounds. From the
+	// logins allowed again, through the killed catch-up, to in sync: a persist sent to the
+	// replica that fails is recorded and returns, so RPMEM_TIMEOUT (2000 ms here); over the
+	// whole run (a loss waits out RPMEM_RECONNECT_TIMEOUT, 1000 ms, first), their sum.
+	REQUIRE(say("lap"));
+	const auto catching_up = read_lap();
+	INFO("the records thread from the logins allowed again to in sync: "
+	     << catching_up.records << " persists, the longest " << catching_up.longest_us
+	     << " us; before that, the longest " << earlier_longest_us << " us");
+	CHECK(catching_up.records > 0);
+	CHECK(catching_up.longest_us <= 2'000'000);
+	CHECK(earlier_longest_us <= 3'000'000);
+	REQUIRE(say("close")); // the thread stops, and its last lap comes first
+	CHECK(read_lap().longest_us <= 3'000'000);
 	line = w.read_line(std::chrono::seconds(120));
 	REQUIRE(line == std::string("closed 0 0"));
 	line = w.read_line(std::chrono::seconds(120));

@@ -9,8 +9,11 @@
  *
  *   fill N   writes byte N over [4 KiB, SIZE - 1 MiB) (after the header, before the records)
  *            and persists it 1 MiB at a time on lane 1; prints "filled"
- *   close    stops the thread, closes the pool and prints "closed <rc> <errno>", writes the
- *            pool's bytes (the master) to DUMP, prints "dumped" and exits 0
+ *   lap      prints "records <n> longest_us <us>": the thread's persists and the longest
+ *            one since the last lap (or the start)
+ *   close    stops the thread, prints a lap, closes the pool and prints "closed <rc>
+ *            <errno>", writes the pool's bytes (the master) to DUMP, prints "dumped" and
+ *            exits 0
  *
  * Prints "ready <nlanes>" once the pool is created. A failed call prints
  * "error <call> <errno> <message>" and exits 1: under RPMEM_ON_OUTAGE=continue none may fail.
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MIB ((size_t)1 << 20)
 #define HEADER 4096
@@ -62,6 +66,15 @@ __attribute__((noinline)) static void write_record(size_t off, uint64_t k)
 	memcpy(base + off, &k, sizeof(k));
 }
 
+static atomic_ullong records_done, longest_ns; /* since the last lap */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void *records(void *arg)
 {
 	(void)arg;
@@ -69,11 +82,24 @@ static void *records(void *arg)
 	while (!atomic_load(&stop)) {
 		const size_t off = size - MIB + (k * 64) % MIB;
 		write_record(off, k);
+		const uint64_t t0 = now_ns();
 		if (rpmem_persist(pool, off, 64, 0, 0))
 			fail("rpmem_persist (records)");
+		const unsigned long long took = now_ns() - t0;
+		unsigned long long was = atomic_load(&longest_ns);
+		while (took > was && !atomic_compare_exchange_weak(&longest_ns, &was, took))
+			;
+		atomic_fetch_add(&records_done, 1);
 		++k;
 	}
 	return NULL;
+}
+
+static void lap(void)
+{
+	const unsigned long long n = atomic_exchange(&records_done, 0);
+	printf("records %llu longest_us %llu\n", n, atomic_exchange(&longest_ns, 0) / 1000);
+	fflush(stdout);
 }
 
 int main(int argc, char **argv)
@@ -119,12 +145,15 @@ int main(int argc, char **argv)
 			}
 			printf("filled\n");
 			fflush(stdout);
+		} else if (strncmp(line, "lap", 3) == 0) {
+			lap();
 		} else if (strncmp(line, "close", 5) == 0) {
 			break;
 		}
 	}
 	atomic_store(&stop, 1);
 	pthread_join(t, NULL);
+	lap();
 	const int rc = rpmem_close(pool);
 	printf("closed %d %d\n", rc, rc ? errno : 0);
 	fflush(stdout);
