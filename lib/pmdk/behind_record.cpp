@@ -50,26 +50,27 @@ std::set<std::string> behind_record::read() const
 	std::set<std::string> out;
 	if (::access(path_.c_str(), F_OK) != 0 && errno == ENOENT)
 		return out;
+	auto unreadable = [&](const std::string &why, const std::string &remedy) {
+		return rpmem::error(EIO,
+		                    fmt::format("{}: the record of remote replicas behind of {} "
+		                                "exists but cannot be read ({}): {}",
+		                                path_, poolset_file_, why, remedy));
+	};
 	std::ifstream in(path_);
 	if (!in)
-		throw rpmem::error(
-		    EIO, fmt::format("{}: the record of remote replicas behind of {} "
-		                     "exists but cannot be read ({}): fix its "
-		                     "permissions, or run `rpmem sync {}`",
-		                     path_, poolset_file_, std::strerror(errno), poolset_file_));
+		throw unreadable(
+		    std::strerror(errno),
+		    fmt::format("fix its permissions, or run `rpmem sync {}`", poolset_file_));
 	errno = 0;
 	for (std::string line; std::getline(in, line);) {
 		if (line.rfind("REPLICA ", 0) == 0)
 			out.insert(line.substr(8));
 	}
 	if (in.bad()) // opened, but a read failed (a directory: EISDIR; a bad disk: EIO)
-		throw rpmem::error(
-		    EIO,
-		    fmt::format("{}: the record of remote replicas behind of {} "
-		                "exists but cannot be read ({}): remove it and run `rpmem sync "
-		                "{}`, which brings every replica in line",
-		                path_, poolset_file_,
-		                errno ? std::strerror(errno) : "a read failed", poolset_file_));
+		throw unreadable(errno ? std::strerror(errno) : "a read failed",
+		                 fmt::format("remove it and run `rpmem sync {}`, which brings "
+		                             "every replica in line",
+		                             poolset_file_));
 	return out;
 }
 
