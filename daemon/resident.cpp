@@ -214,10 +214,8 @@ private:
 	int wait_ms() const
 	{
 		auto until = steady::now() + 1h;
-		if (ready_spares() < settings_.spares)
-			until =
-			    std::min(until, std::max(spare_due_, warm_spares() ? replenish_at_
-			                                                       : steady::now()));
+		if (const auto at = refill_at(counts(), spare_due_, replenish_at_))
+			until = std::min(until, std::max(*at, steady::now()));
 		if (sessions() == 0)
 			until = std::min(until, idle_since_ + settings_.idle);
 		for (const auto &f : pending_)
@@ -238,12 +236,12 @@ private:
 		return static_cast<std::size_t>(
 		    std::count_if(spares_.begin(), spares_.end(), available));
 	}
-	/** Spares that could take a session now: available and warm. */
-	std::size_t warm_spares() const
+	spare_counts counts() const
 	{
-		return static_cast<std::size_t>(
-		    std::count_if(spares_.begin(), spares_.end(),
-		                  [](auto &s) { return available(s) && s.warm; }));
+		return {settings_.spares, ready_spares(),
+		        static_cast<std::size_t>(
+		            std::count_if(spares_.begin(), spares_.end(),
+		                          [](auto &s) { return available(s) && s.warm; }))};
 	}
 	bool idle() const
 	{
@@ -443,12 +441,10 @@ private:
 
 	void keep_a_spare()
 	{
-		const auto now = steady::now();
-		// The replacement waits (spare_delay) only while a warm spare is left: with none,
-		// the next session would start cold, which costs it more than the warming costs the
-		// session being set up (a burst of sessions ran out of spares).
-		while (ready_spares() < settings_.spares && now >= spare_due_ &&
-		       (warm_spares() == 0 || now >= replenish_at_))
+		// A failed fork sets spare_due_ and ends the round; each fork adds an available
+		// spare, not a warm one, so the count taken first holds for the round.
+		for (auto n = spares_to_fork(counts(), steady::now(), spare_due_, replenish_at_);
+		     n > 0; --n)
 			if (!fork_spare())
 				break;
 	}

@@ -29,8 +29,10 @@
 
 #include "resident_identity.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -70,6 +72,34 @@ struct settings {
 	std::chrono::milliseconds retry_delay{500};
 	std::string poolset_dir; ///< the resident ends when this directory goes
 };
+
+/** The spares a resident has: wanted (settings::spares), available (alive, not taken) and warm
+ *  (available and ready to take a session). */
+struct spare_counts {
+	std::size_t wanted = 0, available = 0, warm = 0;
+};
+
+/**
+ * When the resident forks the spares it lacks: not before `retry_at` (after a spare died
+ * while it started), and, while a warm spare is left, not before `replenish_at` (a used
+ * spare's replacement waits settings::spare_delay). With no warm spare left, at once: a
+ * spare still starting does not count, or a burst of sessions finds none ready. The time
+ * point from which `spares_to_fork` is not 0, or nullopt when none is lacking.
+ */
+template <class Time>
+std::optional<Time> refill_at(const spare_counts &c, Time retry_at, Time replenish_at)
+{
+	if (c.available >= c.wanted)
+		return std::nullopt;
+	return c.warm > 0 ? std::max(retry_at, replenish_at) : retry_at;
+}
+/** How many spares to fork at `now` (refill_at). */
+template <class Time>
+std::size_t spares_to_fork(const spare_counts &c, Time now, Time retry_at, Time replenish_at)
+{
+	const auto at = refill_at(c, retry_at, replenish_at);
+	return at && now >= *at ? c.wanted - c.available : 0;
+}
 
 /** The resident's life; its exit status. `argv` is its own command line: its children
  *  rename themselves in it (`ps` tells spares and sessions from the resident). */

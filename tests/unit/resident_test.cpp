@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // daemon/resident_protocol.* and daemon/resident_identity.*: what the front, the resident and
-// its spares say to each other, and which resident may serve a session.
+// its spares say to each other, and which resident may serve a session; and when a resident
+// forks the spares it lacks (daemon/resident.hpp).
+#include "resident.hpp"
 #include "resident_identity.hpp"
 #include "resident_protocol.hpp"
 
@@ -239,4 +241,30 @@ TEST_CASE("resident place: only a directory of this user's, closed to others, is
 		CHECK(why.find("longer than a Unix socket allows") != std::string::npos);
 	}
 	fs::remove_all(dir);
+}
+
+TEST_CASE("resident refill: a used spare's replacement waits only while a warm spare is left")
+{
+	using clock = std::chrono::steady_clock;
+	const auto t0 = clock::time_point{} + std::chrono::hours(1);
+	const auto retry_at = t0, replenish_at = t0 + std::chrono::milliseconds(500);
+	const auto before = t0 + std::chrono::milliseconds(100);
+	// Two wanted, both there: nothing to fork, ever.
+	CHECK_FALSE(refill_at(spare_counts{2, 2, 2}, retry_at, replenish_at));
+	CHECK(spares_to_fork(spare_counts{2, 2, 1}, replenish_at, retry_at, replenish_at) == 0);
+	// One taken, the other warm: its replacement waits for spare_delay.
+	CHECK(spares_to_fork(spare_counts{2, 1, 1}, before, retry_at, replenish_at) == 0);
+	CHECK(spares_to_fork(spare_counts{2, 1, 1}, replenish_at, retry_at, replenish_at) == 1);
+	// One taken, the other still starting (available, not warm): the next session would start
+	// cold, so the replacement is forked at once. (A spare still starting counted as ready
+	// once, and a burst of sessions found none.)
+	CHECK(spares_to_fork(spare_counts{2, 1, 0}, before, retry_at, replenish_at) == 1);
+	CHECK(*refill_at(spare_counts{2, 1, 0}, retry_at, replenish_at) == retry_at);
+	// Both taken: both at once.
+	CHECK(spares_to_fork(spare_counts{2, 0, 0}, before, retry_at, replenish_at) == 2);
+	// After a spare died while it started, nothing before retry_at, warm or not.
+	const auto later_retry = t0 + std::chrono::seconds(2);
+	CHECK(spares_to_fork(spare_counts{2, 0, 0}, replenish_at, later_retry, replenish_at) == 0);
+	CHECK(spares_to_fork(spare_counts{2, 1, 1}, replenish_at, later_retry, replenish_at) == 0);
+	CHECK(spares_to_fork(spare_counts{2, 1, 1}, later_retry, later_retry, replenish_at) == 1);
 }
