@@ -5,6 +5,7 @@
 #include "process.hpp"
 #include "replica_fixture.hpp"
 #include "support/child.hpp"
+#include "support/proc_state.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -356,7 +357,7 @@ TEST_CASE("an application that exits with its pool open while rpmemd is frozen s
 	REQUIRE(app.read_line(std::chrono::seconds(60)) == "ready");
 	const pid_t daemon = find_rpmemd(env.node.dir().string());
 	REQUIRE(daemon > 0);
-	REQUIRE(::kill(daemon, SIGSTOP) == 0);
+	REQUIRE(freeze(daemon));
 	std::this_thread::sleep_for(std::chrono::milliseconds(20)); // a ping is now stuck
 	app.close_stdin();
 	auto said = app.read_line(std::chrono::seconds(60));

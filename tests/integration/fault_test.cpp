@@ -181,27 +181,6 @@ struct timed_pool {
 	}
 };
 
-/** Waits (bounded: 10 s) until every thread of pid is stopped (state T), as a SIGSTOP leaves
- *  them: kill() returns when the signal is queued, not when the threads stopped. */
-bool wait_stopped(pid_t pid)
-{
-	for (int i = 0; i < 1000; ++i) {
-		bool all = true, any = false;
-		std::error_code ec;
-		for (const auto &e : std::filesystem::directory_iterator(
-		         "/proc/" + std::to_string(pid) + "/task", ec)) {
-			const char state = rpmem::test::proc_state(e.path() / "stat");
-			any = true;
-			if (state != 'T' && state != 't')
-				all = false;
-		}
-		if (any && all)
-			return true;
-		std::this_thread::sleep_for(std::chrono::milliseconds(10));
-	}
-	return false;
-}
-
 struct ack {
 	std::size_t offset, length;
 	std::uint64_t crc;
@@ -701,10 +680,9 @@ TEST_CASE("a frozen rpmemd (SIGSTOP) ends a persist with ETIMEDOUT within RPMEM_
           "[fault][timeout]")
 {
 	timed_pool t(1000ms, 100ms);
-	REQUIRE(::kill(t.pid, SIGSTOP) == 0);
 	// Every thread of rpmemd stopped before the persist is sent (CI once saw the persist
 	// answered 2 ms after kill() returned).
-	REQUIRE(wait_stopped(t.pid));
+	REQUIRE(freeze(t.pid));
 	std::string msg;
 	auto t0 = clk::now();
 	int err = errno_of([&] { t.pool->persist(hdr, 1 << 20, 0, 0); }, &msg);
@@ -748,8 +726,7 @@ TEST_CASE("a frozen rpmemd: flushes that fill the transmit queue (FI_EAGAIN) end
 	REQUIRE(pool->fabric().provider == "sockets");
 	const pid_t pid = find_rpmemd(node.dir().string());
 	REQUIRE(pid > 0);
-	REQUIRE(::kill(pid, SIGSTOP) == 0);
-	REQUIRE(wait_stopped(pid));
+	REQUIRE(freeze(pid));
 	std::string msg;
 	std::size_t flushes = 0;
 	int err = errno_of(
@@ -872,8 +849,7 @@ TEST_CASE("rpmemd stopped and continued within the timeouts: the session goes on
 	persist_for(200ms);
 	for (int round = 0; round < 3; ++round) {
 		INFO("round " << round);
-		REQUIRE(::kill(pid, SIGSTOP) == 0);
-		REQUIRE(wait_stopped(pid));
+		REQUIRE(freeze(pid));
 		std::this_thread::sleep_for(300ms);
 		REQUIRE(::kill(pid, SIGCONT) == 0);
 		// Past two heartbeats: the session would have ended by now.

@@ -10,6 +10,7 @@
 #include "replica_fixture.hpp"
 #include "support/child.hpp"
 #include "support/netns.hpp"
+#include "support/proc_state.hpp"
 
 #include <csignal>
 #include <cstdlib>
@@ -81,7 +82,7 @@ TEST_CASE("outage, synchronous: rpmemd frozen shorter and longer than RPMEM_TIME
 		s.wait_total(s.total() + 2000, *w);
 		const pid_t daemon = find_rpmemd(net.node.dir().string());
 		REQUIRE(daemon > 0);
-		REQUIRE(::kill(daemon, SIGSTOP) == 0);
+		REQUIRE(freeze(daemon));
 		std::this_thread::sleep_for(frozen);
 		REQUIRE(::kill(daemon, SIGCONT) == 0);
 	}

@@ -8,6 +8,7 @@
 #include "replica_fixture.hpp"
 #include "support/child.hpp"
 #include "support/prefix_log.hpp"
+#include "support/proc_state.hpp"
 
 #include <rpmem/pool.hpp>
 #include <rpmem/replicated_pool.hpp>
@@ -405,7 +406,7 @@ TEST_CASE("replicated_pool asynchronous: a frozen replica does not stop the metr
 	});
 	const pid_t daemon = find_rpmemd(s.node(0).dir().string());
 	REQUIRE(daemon > 0);
-	REQUIRE(::kill(daemon, SIGSTOP) == 0);
+	REQUIRE(freeze(daemon));
 	struct resume {
 		pid_t pid;
 		~resume() { ::kill(pid, SIGCONT); }
@@ -946,7 +947,7 @@ TEST_CASE("replicated_pool asynchronous: a mark that cannot be cleared at close 
 		// ...and its rpmemd stops answering before close can clear the mark.
 		const pid_t pid = find_rpmemd(s.node(0).dir().string());
 		REQUIRE(pid > 0);
-		REQUIRE(::kill(pid, SIGSTOP) == 0);
+		REQUIRE(freeze(pid));
 		p.close();
 		auto st = p.replicas();
 		CHECK(!st[1].in_sync);

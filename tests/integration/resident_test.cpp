@@ -4,6 +4,7 @@
 // session, a killed resident, an idle one and a removed socket do.
 #include "replica_fixture.hpp"
 #include "resident_protocol.hpp"
+#include "support/proc_state.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -263,7 +264,7 @@ TEST_CASE("resident: frozen, it holds a session's start at most a second, then t
 	first_session(fx, 0x11);
 	const auto residents = named(dir, "rpmemd-resident");
 	REQUIRE(residents.size() == 1);
-	REQUIRE(::kill(residents[0].pid, SIGSTOP) == 0);
+	REQUIRE(freeze(residents[0].pid));
 	// The front connects (the kernel queues it) and asks; nothing answers.
 	unsigned nlanes = 2;
 	auto pool = fx.open(nlanes);
