@@ -390,8 +390,8 @@ TEST_CASE("rpmem sync killed at any point (client or rpmemd) leaves the replica 
 
 	// Killed inside the copy, at 10 %, 50 % and 90 % of the bytes moved (the progress line
 	// says so): the replica must be marked. A kill that came too late (the test read the line
-	// after the sync had finished: a loaded machine) checks the unmarked outcome instead; most
-	// must land in time.
+	// after the last move: a loaded machine) checks either outcome instead; most must land in
+	// time.
 	int in_time = 0;
 	const auto percents = few_kills() ? std::vector<const char *>{"50%"}
 	                                  : std::vector<const char *>{"10%", "50%", "90%"};
@@ -409,7 +409,10 @@ TEST_CASE("rpmem sync killed at any point (client or rpmemd) leaves the replica 
 					                  ::kill(client, SIGKILL);
 			                  });
 			INFO("rpmem sync printed:\n" << r.output);
-			const bool landed = r.status != 0;
+			// Inside the copy: the sync failed before its last move. Once it printed
+			// 100 % it may have cleared the mark before the kill came (CI: the 90 %
+			// line read after the sync had finished, the kill landing in its close).
+			const bool landed = r.status != 0 && !has(r, ": 100% (");
 			if (landed && kill_daemon)
 				CHECK(has(r, "replica 1 ("));
 			in_time += landed;
