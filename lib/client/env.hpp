@@ -42,6 +42,10 @@ struct settings {
 	std::chrono::milliseconds reconnect_delay{50};
 	std::chrono::milliseconds reconnect_timeout{10000};
 	bool outage_continue = true;
+	// RPMEM_CATCH_UP_HOLD_BYTES: a catch-up round this small is its last, moved with the
+	// calls held (client/replica_sync.hpp, last_catch_up_round; 0: only when the rounds stop
+	// converging, or the 16th).
+	std::uint64_t catch_up_hold_bytes = 1u << 20;
 	// RPMEM_REPLICATION=async: librpmem's persists return once snapshotted, and a thread
 	// replicates them in order (lib/async/remote_writer.hpp); sync (the default): each call
 	// returns when the bytes are durable on the replica.

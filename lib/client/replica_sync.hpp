@@ -105,19 +105,21 @@ struct sync_state {
 bool apply_sync(sync_destination &dest, const std::vector<byte_span> &ranges,
                 const sync_state &state, const progress_fn &progress = {});
 
-/** A catch-up round this small or smaller is the last: pushed with the calls held. */
+/** A catch-up round this small or smaller is the last: pushed with the calls held (the C
+ *  ABI's default; RPMEM_CATCH_UP_HOLD_BYTES sets it). */
 constexpr std::uint64_t final_round_bytes = 1u << 20;
 /** Rounds after which the last one is taken whatever its size. */
 constexpr int max_catch_up_rounds = 16;
 
 /** Whether a catch-up's round `round` (1, 2, ...), about to move `bytes` after a round that
- *  moved `previous`, is its last, pushed with the calls held: it is small, or the rounds
- *  stopped converging (the writers dirty about what a round moves, so more rounds would only
- *  repeat it: 16 such rounds took minutes under load), or there were enough. The calls then
- *  wait for at most what one round's time of writes dirtied. */
-constexpr bool last_catch_up_round(std::uint64_t bytes, std::uint64_t previous, int round)
+ *  moved `previous`, is its last, pushed with the calls held: it is small (`small` bytes or
+ *  fewer), or the rounds stopped converging (the writers dirty about what a round moves, so
+ *  more rounds would only repeat it: 16 such rounds took minutes under load), or there were
+ *  enough. The calls then wait for at most what one round's time of writes dirtied. */
+constexpr bool last_catch_up_round(std::uint64_t bytes, std::uint64_t previous, int round,
+                                   std::uint64_t small = final_round_bytes)
 {
-	return bytes <= final_round_bytes || (round > 1 && bytes > previous / 2) ||
+	return bytes <= small || (round > 1 && bytes > previous / 2) ||
 	       round >= max_catch_up_rounds;
 }
 

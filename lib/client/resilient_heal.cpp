@@ -194,7 +194,8 @@ bool resilient_pool::catch_up()
 			    std::uint64_t bytes = 0;
 			    for (const auto &r : taken)
 				    bytes += r.size();
-			    if (last_catch_up_round(bytes, previous, ++round)) {
+			    if (last_catch_up_round(bytes, previous, ++round,
+			                            cfg_.catch_up_hold_bytes)) {
 				    // The last round, with the calls held: nothing changes
 				    // meanwhile.
 				    gate_.close();
@@ -222,7 +223,11 @@ bool resilient_pool::catch_up()
 		outage_start_ = clock_type::now();
 		cause_ = e.message();
 		// Lost before the calls go on: none sends to the abandoned session after this.
-		set_state(state::lost, fmt::format("catching up failed: {}", e.message()));
+		set_state(state::lost,
+		          final_step ? fmt::format("catching up failed in its last round, the "
+		                                   "calls held for {:.1f} ms: {}",
+		                                   ms_since(held_from), e.message())
+		                     : fmt::format("catching up failed: {}", e.message()));
 		gate_.open();
 		return false;
 	}

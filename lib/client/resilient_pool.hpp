@@ -25,6 +25,7 @@
 #include "client/dirty_map.hpp"
 #include "client/pool_calls.hpp"
 #include "client/remote_pool.hpp"
+#include "client/replica_sync.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -54,6 +55,9 @@ public:
 		std::chrono::milliseconds reconnect_delay{50};
 		std::chrono::milliseconds reconnect_timeout{10000};
 		bool keep_going = true; // the policy: continue (true) or fail
+		// A catch-up round of this many bytes or fewer is its last, moved with the calls
+		// held (last_catch_up_round).
+		std::uint64_t catch_up_hold_bytes = final_round_bytes;
 	};
 
 	/** Creates the pool (with headers when attr is set and not zero); the replica is

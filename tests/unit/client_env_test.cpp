@@ -31,7 +31,8 @@ TEST_CASE("numeric RPMEM_* settings are read", "[client][env]")
 	vars = {{"RPMEM_TIMEOUT", "2500"},         {"RPMEM_MAX_NLANES", "8"},
 	        {"RPMEM_CONTROL_TIMEOUT", "3000"}, {"RPMEM_KEEPALIVE", "0"},
 	        {"RPMEM_INLINE_MAX", "0"},         {"RPMEM_PIPELINE_CHUNK", "65536"},
-	        {"RPMEM_LOG_LEVEL", "4"},          {"RPMEM_STATS_INTERVAL", "100"}};
+	        {"RPMEM_LOG_LEVEL", "4"},          {"RPMEM_STATS_INTERVAL", "100"},
+	        {"RPMEM_CATCH_UP_HOLD_BYTES", "0"}};
 	auto s = read_settings(fake_getenv);
 	CHECK(s.op_timeout == std::chrono::milliseconds(2500));
 	CHECK(s.max_nlanes == 8);
@@ -40,8 +41,10 @@ TEST_CASE("numeric RPMEM_* settings are read", "[client][env]")
 	CHECK(s.inline_max == 0);
 	CHECK(s.ignored.empty());
 	CHECK(s.pipeline_chunk == std::optional<std::uint64_t>(65536));
+	CHECK(s.catch_up_hold_bytes == 0);
 	vars = {{"RPMEM_TIMEOUT", ""}};
 	CHECK(read_settings(fake_getenv).op_timeout == std::chrono::milliseconds(5000));
+	CHECK(read_settings(fake_getenv).catch_up_hold_bytes == 1u << 20);
 	// Unset: each connection chooses by its provider; 0 is a choice too (off).
 	CHECK_FALSE(read_settings(fake_getenv).pipeline_chunk);
 	vars = {{"RPMEM_PIPELINE_CHUNK", "0"}};
@@ -65,6 +68,8 @@ TEST_CASE("a bad RPMEM_* number is refused, naming the variable", "[client][env]
 	    {"RPMEM_STATS_INTERVAL", "10s"},
 	    {"RPMEM_INLINE_MAX", "big"},
 	    {"RPMEM_PIPELINE_CHUNK", "1e6"},
+	    {"RPMEM_CATCH_UP_HOLD_BYTES", "-1"},
+	    {"RPMEM_CATCH_UP_HOLD_BYTES", "1M"},
 	    {"RPMEM_SPIN", "2"},
 	    {"RPMEM_SPIN", "yes"},
 	    {"RPMEM_MR_MODE", "BASIC"},

@@ -144,4 +144,8 @@ TEST_CASE("a catch-up takes its last round when it is small, stops converging, o
 	// However it goes, the 16th is the last.
 	CHECK_FALSE(last_catch_up_round(4 * M, 8 * M, 15));
 	CHECK(last_catch_up_round(4 * M, 8 * M, 16));
+	// "Small" as RPMEM_CATCH_UP_HOLD_BYTES says: 0 makes only an empty round small.
+	CHECK(last_catch_up_round(200 * M, 0, 1, 256 * M));
+	CHECK_FALSE(last_catch_up_round(M, 0, 1, 0));
+	CHECK(last_catch_up_round(0, 0, 1, 0));
 }
