@@ -97,7 +97,10 @@ request this_front(const identity &id)
 			continue;
 		int err = 0;
 		auto p = receive_packet(sock.get(), 0, &err);
-		if (!p && err == ETIMEDOUT)
+		// ECONNRESET: the resident closed its end with our channel unread (the session's
+		// process died before taking it). The error comes once, before the messages still
+		// queued: how that process ended is read next.
+		if (!p && (err == ETIMEDOUT || err == ECONNRESET))
 			continue;
 		auto m = p ? decode(p->bytes) : std::nullopt;
 		if (m && m->what == kind::exited)
@@ -155,6 +158,17 @@ not_relayed relay(const place &where, const identity &id)
 	if (!m || m->what != kind::accept || m->value == 0) {
 		if (m && m->what == kind::refuse)
 			return refused("the resident refused: " + m->reason);
+		// The resident tells how the spare given this session ended: before it accepted,
+		// it never had the channel, and this process can serve the session still.
+		if (m && m->what == kind::exited)
+			return refused(fmt::format("the spare given it ended before it accepted it "
+			                           "(exit status {})",
+			                           m->value));
+		if (m && m->what == kind::killed)
+			return refused(
+			    fmt::format("the spare given it was killed by signal {} ({}) "
+			                "before it accepted it",
+			                m->value, ::strsignal(static_cast<int>(m->value))));
 		return refused(p ? "the resident answered nonsense"
 		                 : fmt::format("no answer from the resident within {} ms ({})",
 		                               front_wait_ms,

@@ -68,8 +68,20 @@ void watch_front(int conn, std::uint32_t front_pid, std::atomic<bool> &ending)
 	int err = 0;
 	auto channel = receive_packet(conn, channel_timeout_ms, &err);
 	auto what = channel ? decode(channel->bytes) : std::nullopt;
-	if (!what || what->what != kind::channel || channel->fds.size() != 3)
-		std::exit(0); // the front gave up waiting and serves the session itself
+	if (!what || what->what != kind::channel || channel->fds.size() != 3) {
+		// The front gave up waiting and serves the session itself, or it is gone.
+		std::string why = "it sent something else";
+		if (!channel && (err == 0 || err == ECONNRESET))
+			why = "it hung up";
+		else if (!channel && err == ETIMEDOUT)
+			why = fmt::format("nothing within {} ms", channel_timeout_ms);
+		else if (!channel)
+			why = std::strerror(err);
+		log_info("the rpmemd sshd started for a session (pid {}) did not hand its channel "
+		         "over ({}): the spare that accepted it ends without a session",
+		         m.req.front_pid, why);
+		std::exit(0);
+	}
 	take_on(m.req, channel->fds);
 	rename_process(argv, session_name);
 	::prctl(PR_SET_NAME, "rpmemd", 0, 0, 0);

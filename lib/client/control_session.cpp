@@ -114,11 +114,13 @@ control_session::control_session(const std::string &target, const std::string &c
 			                        "({}): install rpmemd on {} or set RPMEM_CMD "
 			                        "to its path",
 			                        host_, command_, said, host_));
-		throw rpmem::error(ECONNRESET,
-		                   fmt::format("{}: rpmemd ('{}') exited before it answered "
-		                               "(exit status {}){}{}",
-		                               host_, command_, status, said.empty() ? "" : ": ",
-		                               said));
+		std::string how = ssh_->ending();
+		if (how.empty() || how.rfind("SSH", 0) == 0)
+			how = fmt::format("exit status {}", status);
+		throw rpmem::error(ECONNRESET, fmt::format("{}: rpmemd ('{}') ended before it "
+		                                           "answered ({}){}{}",
+		                                           host_, command_, how,
+		                                           said.empty() ? "" : ": ", said));
 	}
 	note_answer();
 	daemon_minor_ = h.minor;

@@ -67,6 +67,9 @@ public:
 	 *  Once it returns a status, stderr_text() holds everything the command wrote there.
 	 */
 	virtual int wait_exit(std::chrono::milliseconds timeout) = 0;
+	/** How the command ended as far as known ("exit status 1", "killed by signal SIGKILL"),
+	 *  or "" (still running, or not told: an external ssh reports a status only). */
+	virtual std::string ending() const { return {}; }
 	/** Ends a command the caller gives up on, without waiting for it. libssh: a "signal"
 	 *  request makes sshd send SIGTERM to the command's process group, then the channel
 	 *  closes. An external ssh cannot signal: its input is closed and the destructor ends it,

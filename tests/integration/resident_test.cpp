@@ -2,6 +2,7 @@
 // The resident rpmemd (`--resident`, daemon/resident.hpp) through the private sshd and the
 // real rpmemd: which process serves a session, what its data becomes, and what a killed
 // session, a killed resident, an idle one and a removed socket do.
+#include "process.hpp"
 #include "replica_fixture.hpp"
 #include "resident_protocol.hpp"
 #include "support/proc_state.hpp"
@@ -17,7 +18,9 @@
 #include <functional>
 #include <string>
 #include <sys/fsuid.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <thread>
@@ -168,6 +171,130 @@ std::string answer(int sock)
 	return "refused: " + m->reason;
 }
 
+/** The fronts among `dir`'s rpmemds: those sshd started, named by their path (a resident, a
+ *  spare and a session's process bear names of their own, "rpmemd-..."). */
+std::vector<rpmemd_process> fronts(const std::string &dir)
+{
+	auto all = rpmemd_processes(dir);
+	std::erase_if(all,
+	              [](const rpmemd_process &p) { return p.argv0.rfind("rpmemd-", 0) == 0; });
+	return all;
+}
+
+/** Whether `pid` sleeps in poll(2) (x86-64 poll or ppoll): a front that sent its request
+ *  waits so for the resident's answer. */
+bool in_poll(pid_t pid)
+{
+	const std::string s = slurp(fs::path("/proc") / std::to_string(pid) / "syscall");
+	return proc_state(fmt::format("/proc/{}/stat", pid)) == 'S' &&
+	       (s.rfind("7 ", 0) == 0 || s.rfind("271 ", 0) == 0);
+}
+
+/** Bytes waiting to be read on the socket that is fd `fd` of process `pid` (pidfd_getfd;
+ *  the copy is closed at once), or -1. */
+int queued(pid_t pid, int fd)
+{
+	const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+	if (pidfd < 0)
+		return -1;
+	const int copy = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+	::close(pidfd);
+	int n = -1;
+	if (copy >= 0 && ::ioctl(copy, FIONREAD, &n) != 0)
+		n = -1;
+	if (copy >= 0)
+		::close(copy);
+	return n;
+}
+
+/** The front's socket to the resident: its one socket (its stdin and stdout are sshd's
+ *  pipes). */
+int socket_fd(pid_t pid)
+{
+	for (const auto &e :
+	     fs::directory_iterator(fs::path("/proc") / std::to_string(pid) / "fd")) {
+		std::error_code ec;
+		if (fs::read_symlink(e.path(), ec).string().rfind("socket:", 0) == 0)
+			return std::stoi(e.path().filename().string());
+	}
+	return -1;
+}
+
+/** A session started by a real front and stopped in the middle of its hand-over: the front
+ *  sent its request to a frozen resident and was frozen in turn; the resident, continued,
+ *  gave it to a spare. With `accepted`, that spare's acceptance waits in the front's socket
+ *  (the spare waits for the channel); without, the spares were frozen first and the one
+ *  given the session has not read it. The pool is opened on a thread of its own. */
+struct stopped_handover {
+	remote_setup &fx;
+	std::string dir;
+	pid_t resident = -1, front = -1, spare = -1;
+	std::vector<pid_t> frozen_spares;
+	std::thread opener;
+	std::string open_error; // what the open threw; empty while it runs or if it succeeded
+	bool persisted = false; // the open succeeded, and a page persisted through it arrived
+
+	stopped_handover(remote_setup &f, bool accepted) : fx(f), dir(f.node.dir().string())
+	{
+		const auto residents = named(dir, "rpmemd-resident");
+		REQUIRE(residents.size() == 1);
+		resident = residents[0].pid;
+		REQUIRE(freeze(resident));
+		opener = std::thread([this] {
+			try {
+				unsigned nlanes = 2;
+				auto pool = fx.open(nlanes);
+				// No Catch assertion here: it is not thread-safe.
+				std::memset(fx.local.data() + hdr, 0x66, 4096);
+				pool->persist(hdr, 4096, 0, 0);
+				pool->close();
+				persisted = slurp(fx.node.part("pool.set")).substr(hdr, 4096) ==
+				            std::string(4096, '\x66');
+			} catch (const std::exception &e) {
+				open_error = e.what();
+				if (open_error.empty())
+					open_error = "(an error without a message)";
+			}
+		});
+		// The front sent its request and waits for the answer (for a second: it then
+		// serves the session itself).
+		REQUIRE(wait_for(
+		    [&] {
+			    const auto waiting = fronts(dir);
+			    return waiting.size() == 1 && in_poll(waiting[0].pid);
+		    },
+		    30s));
+		front = fronts(dir).at(0).pid;
+		REQUIRE(freeze(front));
+		if (!accepted)
+			for (const auto &p : named(dir, "rpmemd-spare")) {
+				REQUIRE(freeze(p.pid));
+				frozen_spares.push_back(p.pid);
+			}
+		::kill(resident, SIGCONT);
+		const std::string handed =
+		    fmt::format("session of pid {} handed to spare pid ", front);
+		INFO("rpmemd's log:\n" << fx.node.log_text());
+		REQUIRE(wait_for([&] { return has(fx.node.log_text(), handed); }, 30s));
+		const auto log = fx.node.log_text();
+		spare = static_cast<pid_t>(std::stol(log.substr(log.find(handed) + handed.size())));
+		REQUIRE(spare > 0);
+		if (accepted) {
+			const int fd = socket_fd(front);
+			REQUIRE(fd >= 0);
+			REQUIRE(wait_for([&] { return queued(front, fd) > 0; }, 30s));
+		}
+	}
+	~stopped_handover()
+	{
+		::kill(front, SIGCONT);
+		for (pid_t p : frozen_spares)
+			::kill(p, SIGCONT);
+		if (opener.joinable())
+			opener.join();
+	}
+};
+
 } // namespace
 
 TEST_CASE("resident: later sessions are served by a warm spare, and their data arrives",
@@ -276,6 +403,103 @@ TEST_CASE("resident: frozen, it holds a session's start at most a second, then t
 	CHECK(log.find("serves its session itself: no answer from the resident within 1000 ms") !=
 	      std::string::npos);
 	CHECK(count(log, "handed to spare pid") == 0);
+}
+
+TEST_CASE("resident: a front killed after its session was handed over and before it passed its "
+          "channel: the spare ends without a session, and the next session is served",
+          "[resident]")
+{
+	remote_setup fx(8 << 20, {"8M"}, resident_options("600"));
+	first_session(fx, 0x11);
+	const auto ready_before = count(fx.node.log_text(), " is ready after ");
+	{
+		stopped_handover h(fx, true);
+		REQUIRE(::kill(h.front, SIGKILL) == 0);
+		h.opener.join();
+		INFO("the open: " << h.open_error);
+		CHECK(!h.open_error.empty()); // its rpmemd is gone: the client is told
+		// The spare that accepted it sees the front hang up and ends; nothing else does.
+		CHECK(wait_for(
+		    [&] {
+			    return !fs::exists(fmt::format("/proc/{}", h.spare)) ||
+			           proc_state(fmt::format("/proc/{}/stat", h.spare)) == 'Z';
+		    },
+		    10s));
+		INFO("rpmemd's log:\n" << fx.node.log_text());
+		CHECK(has(
+		    fx.node.log_text(),
+		    fmt::format("the rpmemd sshd started for a session (pid {}) did not hand its "
+		                "channel over (it hung up)",
+		                h.front)));
+		CHECK(named(fx.node.dir().string(), "rpmemd-resident").size() == 1);
+	}
+	// The resident goes on: a replacement spare warms, and the next session is handed to
+	// one and writes the pool (no process kept its lock).
+	REQUIRE(wait_for(
+	    [&] { return count(fx.node.log_text(), " is ready after ") > ready_before; }, 30s));
+	const auto handed_before = count(fx.node.log_text(), "handed to spare pid");
+	unsigned nlanes = 2;
+	auto pool = fx.open(nlanes);
+	persist_page(fx, *pool, 0x77);
+	pool->close();
+	INFO("rpmemd's log:\n" << fx.node.log_text());
+	CHECK(count(fx.node.log_text(), "handed to spare pid") == handed_before + 1);
+}
+
+TEST_CASE("resident: a spare killed after it accepted a session and before it had the channel: "
+          "the session ends as killed, the client is told, and the next session is served",
+          "[resident]")
+{
+	remote_setup fx(8 << 20, {"8M"}, resident_options("600"));
+	first_session(fx, 0x11);
+	const auto ready_before = count(fx.node.log_text(), " is ready after ");
+	{
+		stopped_handover h(fx, true);
+		REQUIRE(::kill(h.spare, SIGKILL) == 0);
+		// The front reads the acceptance, passes its channel, and stands in for a process
+		// that is gone: the resident tells it how that process ended, and it ends so.
+		REQUIRE(::kill(h.front, SIGCONT) == 0);
+		h.opener.join();
+		INFO("rpmemd's log:\n" << fx.node.log_text());
+		INFO("the open: " << h.open_error);
+		CHECK(has(h.open_error, "SIGKILL"));
+		CHECK(has(fx.node.log_text(),
+		          fmt::format("the session's process {} was killed by signal 9", h.spare)));
+		CHECK(wait_for([&] { return fronts(fx.node.dir().string()).empty(); }, 10s));
+		CHECK(named(fx.node.dir().string(), "rpmemd-resident").size() == 1);
+	}
+	REQUIRE(wait_for(
+	    [&] { return count(fx.node.log_text(), " is ready after ") > ready_before; }, 30s));
+	const auto handed_before = count(fx.node.log_text(), "handed to spare pid");
+	unsigned nlanes = 2;
+	auto pool = fx.open(nlanes);
+	persist_page(fx, *pool, 0x78);
+	pool->close();
+	INFO("rpmemd's log:\n" << fx.node.log_text());
+	CHECK(count(fx.node.log_text(), "handed to spare pid") == handed_before + 1);
+}
+
+TEST_CASE("resident: a spare killed before it read the session it was given: the front serves "
+          "the session itself",
+          "[resident]")
+{
+	remote_setup fx(8 << 20, {"8M"}, resident_options("600"));
+	first_session(fx, 0x11);
+	{
+		stopped_handover h(fx, false);
+		REQUIRE(::kill(h.spare, SIGKILL) == 0);
+		REQUIRE(::kill(h.front, SIGCONT) == 0);
+		h.opener.join();
+		INFO("rpmemd's log:\n" << fx.node.log_text());
+		INFO("the open: " << h.open_error);
+		CHECK(h.open_error.empty());
+		CHECK(h.persisted);
+		CHECK(has(fx.node.log_text(),
+		          fmt::format("the session's process {} was killed by signal 9", h.spare)));
+		CHECK(has(fx.node.log_text(),
+		          "this rpmemd serves its session itself: the spare given it was killed by "
+		          "signal 9 (Killed) before it accepted it"));
+	}
 }
 
 TEST_CASE("resident: a killed session ends as when rpmemd served it itself, and the pool opens "
