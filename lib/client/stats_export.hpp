@@ -102,13 +102,20 @@ public:
 
 	/** A call failed; `connection`: not about its arguments, so the pool is failed. The
 	 *  first such failure writes the file at once: it says so before the failing call
-	 *  returns (libpmemobj may end the process right after). Call it with no lock held
-	 *  that a source of the exporter takes. */
+	 *  returns (libpmemobj may end the process right after), and a call on another thread
+	 *  that fails meanwhile waits for that write. Call it with no lock held that a source
+	 *  of the exporter takes. */
 	void error(bool connection) noexcept
 	{
 		errors_.fetch_add(1, std::memory_order_relaxed);
-		if (connection && !failed_.exchange(true, std::memory_order_relaxed))
-			state_changed();
+		if (!connection || written_failed_.load(std::memory_order_acquire))
+			return;
+		std::lock_guard g(failing_mu_);
+		if (written_failed_.load(std::memory_order_relaxed))
+			return; // written while this call waited
+		failed_.store(true, std::memory_order_relaxed);
+		state_changed();
+		written_failed_.store(true, std::memory_order_release);
 	}
 	/** A persist, drain or barrier returned successfully at `now` (unix_now_ns()); not
 	 *  recorded while the pool is lost (replicated_pool: the call did not reach it). */
@@ -139,6 +146,8 @@ private:
 	std::atomic<std::uint64_t> errors_{0};
 	std::atomic<std::int64_t> last_persist_ns_{0};
 	std::atomic<bool> failed_{false};
+	std::mutex failing_mu_;                   // the first failure's write; others wait for it
+	std::atomic<bool> written_failed_{false}; // that write is done
 	std::atomic<bool> lost_{false};
 };
 

@@ -31,7 +31,7 @@ add_dependencies(integration_async_capi rpmem rpmemd rpmem-tool rpmem_pmemobj_se
 # A C program that exits with its pool open (capi_test: the keep-alive and process exit).
 add_executable(rpmem_exit_open ${PROJECT_SOURCE_DIR}/tests/support/exit_open.c)
 target_include_directories(rpmem_exit_open PRIVATE ${PROJECT_SOURCE_DIR}/include/rpmem)
-target_link_libraries(rpmem_exit_open PRIVATE rpmem)
+target_link_libraries(rpmem_exit_open PRIVATE rpmem Threads::Threads)
 add_dependencies(integration_capi rpmem_exit_open)
 
 # A C program that dlopens librpmem, fails a create and dlcloses it (capi_test, "[dlclose]").

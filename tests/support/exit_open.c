@@ -11,6 +11,10 @@
 // printing "persist <errno>" and "close <errno>" (0: success), and exits 0. A failure the
 // program meets with an open pool is what RPMEM_STATS_FILE must report (capi_test.cpp).
 // hold-close: the same without the second persist (only close meets the loss).
+// hold-fail: the same, but two threads, on lanes 0 and 1, persist until a persist fails (for
+// at most 60 s), and each copies RPMEM_STATS_FILE to that name + ".at-failure.<lane>" as soon
+// as its failed persist returns: what the file said when the application learnt of the
+// failure, on either thread (capi_test.cpp). Prints "persist <errno>" for lane 0 and 1.
 //
 // exit_open TARGET POOLSET signals: handles SIGTERM and ignores SIGINT, as an application with
 // a clean shutdown may, then creates the pool (the first fabric call loads libfabric). Prints
@@ -23,6 +27,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +39,14 @@
 static RPMEMpool *create_and_persist(const char *target, const char *poolset, void *mem,
                                      size_t size)
 {
-	unsigned nlanes = 1;
+	unsigned nlanes = 2;
 	RPMEMpool *pool = rpmem_create(target, poolset, mem, size, &nlanes, NULL);
 	if (!pool) {
 		fprintf(stderr, "rpmem_create: %s\n", rpmem_errormsg());
+		return NULL;
+	}
+	if (nlanes < 2) {
+		fprintf(stderr, "rpmem_create granted %u lane(s), not 2\n", nlanes);
 		return NULL;
 	}
 	if (rpmem_persist(pool, 4096, 4096, 0, 0) != 0) {
@@ -109,6 +118,49 @@ static int signals_mode(const char *target, const char *poolset, void *mem, size
 	abort();
 }
 
+/* RPMEM_STATS_FILE as it is now, to that name + ".at-failure.<lane>". */
+static void copy_metrics_file(unsigned lane)
+{
+	const char *path = getenv("RPMEM_STATS_FILE");
+	if (!path)
+		return;
+	char to[4096];
+	snprintf(to, sizeof(to), "%s.at-failure.%u", path, lane);
+	FILE *in = fopen(path, "r");
+	FILE *out = fopen(to, "w");
+	char buf[4096];
+	size_t n;
+	while (in && out && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+		fwrite(buf, 1, n, out);
+	if (in)
+		fclose(in);
+	if (out)
+		fclose(out);
+}
+
+struct failing {
+	RPMEMpool *pool;
+	unsigned lane;
+	int err; /* errno of the persist that failed; 0: none did */
+};
+
+/* Persists a page of its own on its lane, back to back, until one fails (60 s at most). */
+static void *persist_until_failure(void *arg)
+{
+	struct failing *f = arg;
+	const size_t off = 8192 + (size_t)f->lane * 4096;
+	for (int i = 0; i < 600000; ++i) {
+		if (rpmem_persist(f->pool, off, 4096, f->lane, 0) != 0) {
+			f->err = errno;
+			copy_metrics_file(f->lane);
+			return NULL;
+		}
+		if (i % 64 == 63)
+			usleep(100);
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
@@ -128,7 +180,8 @@ int main(int argc, char **argv)
 		return 2;
 	const int hold_exit = strcmp(argv[3], "hold-exit") == 0;
 	const int hold_close = strcmp(argv[3], "hold-close") == 0;
-	if (hold_exit || hold_close || strcmp(argv[3], "hold") == 0) {
+	const int hold_fail = strcmp(argv[3], "hold-fail") == 0;
+	if (hold_exit || hold_close || hold_fail || strcmp(argv[3], "hold") == 0) {
 		printf("ready\n");
 		fflush(stdout);
 		char buf[64];
@@ -138,6 +191,19 @@ int main(int argc, char **argv)
 	if (hold_exit) {
 		printf("exiting with the pool open\n");
 		fflush(stdout);
+		return 0;
+	}
+	if (hold_fail) {
+		struct failing f[2] = {{pool, 0, 0}, {pool, 1, 0}};
+		pthread_t t[2];
+		for (int i = 0; i < 2; ++i)
+			pthread_create(&t[i], NULL, persist_until_failure, &f[i]);
+		for (int i = 0; i < 2; ++i)
+			pthread_join(t[i], NULL);
+		printf("persist %d %d\n", f[0].err, f[1].err);
+		int r = rpmem_close(pool);
+		printf("close %d\n", r == 0 ? 0 : errno);
+		free(mem);
 		return 0;
 	}
 	if (hold_close || strcmp(argv[3], "hold") == 0) {
