@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <poll.h>
 #include <string>
 #include <sys/fsuid.h>
 #include <sys/ioctl.h>
@@ -207,6 +208,23 @@ int queued(pid_t pid, int fd)
 	return n;
 }
 
+/** Whether the other end of the socket that is fd `fd` of process `pid` is closed (every
+ *  process that held it closed it or ended). */
+bool peer_closed(pid_t pid, int fd)
+{
+	const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+	if (pidfd < 0)
+		return false;
+	const int copy = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+	::close(pidfd);
+	if (copy < 0)
+		return false;
+	pollfd p{copy, POLLRDHUP, 0};
+	const bool closed = ::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP)) != 0;
+	::close(copy);
+	return closed;
+}
+
 /** The front's socket to the resident: its one socket (its stdin and stdout are sshd's
  *  pipes). */
 int socket_fd(pid_t pid)
@@ -287,6 +305,7 @@ struct stopped_handover {
 	}
 	~stopped_handover()
 	{
+		::kill(resident, SIGCONT); // a test may freeze it again
 		::kill(front, SIGCONT);
 		for (pid_t p : frozen_spares)
 			::kill(p, SIGCONT);
@@ -447,26 +466,57 @@ TEST_CASE("resident: a front killed after its session was handed over and before
 }
 
 TEST_CASE("resident: a spare killed after it accepted a session and before it had the channel: "
-          "the session ends as killed, the client is told, and the next session is served",
+          "the session ends as killed or is served by its front, and the next is served",
           "[resident]")
 {
 	remote_setup fx(8 << 20, {"8M"}, resident_options("600"));
 	first_session(fx, 0x11);
 	const auto ready_before = count(fx.node.log_text(), " is ready after ");
+	const std::string killed_line = "was killed by signal 9";
+	SECTION("the front passed its channel before the resident saw the spare end")
+	{
+		stopped_handover h(fx, true);
+		// The resident frozen: the channel goes to its end of the connection, still open.
+		REQUIRE(freeze(h.resident));
+		REQUIRE(::kill(h.spare, SIGKILL) == 0);
+		REQUIRE(::kill(h.front, SIGCONT) == 0);
+		// Standing in (stand_in renames it) for a process that is gone ...
+		REQUIRE(wait_for(
+		    [&] {
+			    return slurp(fmt::format("/proc/{}/comm", h.front)) == "rpmemd-relay\n";
+		    },
+		    30s));
+		// ... until the resident, continued, tells it how that process ended: it ends so.
+		::kill(h.resident, SIGCONT);
+		h.opener.join();
+		INFO("rpmemd's log:\n" << fx.node.log_text());
+		INFO("the open: " << h.open_error);
+		CHECK(has(h.open_error, "ended before it answered (killed by signal SIGKILL)"));
+		CHECK(has(fx.node.log_text(),
+		          fmt::format("the session's process {} {}", h.spare, killed_line)));
+		CHECK(wait_for([&] { return fronts(fx.node.dir().string()).empty(); }, 10s));
+		CHECK(named(fx.node.dir().string(), "rpmemd-resident").size() == 1);
+	}
+	SECTION("the resident saw the spare end first")
 	{
 		stopped_handover h(fx, true);
 		REQUIRE(::kill(h.spare, SIGKILL) == 0);
-		// The front reads the acceptance, passes its channel, and stands in for a process
-		// that is gone: the resident tells it how that process ended, and it ends so.
+		// The resident reaps it and closes its end: the front's channel finds no one, and
+		// the front serves the session itself (no process had the channel).
+		const int fd = socket_fd(h.front);
+		REQUIRE(fd >= 0);
+		REQUIRE(wait_for([&] { return peer_closed(h.front, fd); }, 30s));
 		REQUIRE(::kill(h.front, SIGCONT) == 0);
 		h.opener.join();
 		INFO("rpmemd's log:\n" << fx.node.log_text());
 		INFO("the open: " << h.open_error);
-		CHECK(has(h.open_error, "SIGKILL"));
+		CHECK(h.open_error.empty());
+		CHECK(h.persisted);
 		CHECK(has(fx.node.log_text(),
-		          fmt::format("the session's process {} was killed by signal 9", h.spare)));
-		CHECK(wait_for([&] { return fronts(fx.node.dir().string()).empty(); }, 10s));
-		CHECK(named(fx.node.dir().string(), "rpmemd-resident").size() == 1);
+		          fmt::format("the session's process {} {}", h.spare, killed_line)));
+		CHECK(has(fx.node.log_text(),
+		          "this rpmemd serves its session itself: the channel could not be handed "
+		          "over"));
 	}
 	REQUIRE(wait_for(
 	    [&] { return count(fx.node.log_text(), " is ready after ") > ready_before; }, 30s));
