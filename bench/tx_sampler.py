@@ -1,90 +1,64 @@
 #!/usr/bin/env python3
-# The time a transaction takes, estimated from how fast rpmem_pmemobj_log's committed counters
-# grow (its history file: 16 u64 counters first), for bench/outage.sh catchup:
+# How long rpmem_pmemobj_log's transactions take, for bench/outage.sh catchup: the writer
+# records, for each thread's last 8192 transactions, when each began and how long it took
+# (its history file, after the counters: tests/support/pmemobj_log.c, struct history).
 #   tx_sampler.py baseline HISTORY THREADS SECONDS
-#       samples for SECONDS now and prints the calls-weighted median per transaction
+#       the median of the transactions that began in the next SECONDS
 #   tx_sampler.py catchup HISTORY THREADS LOG
-#       samples until LOG says the replica is caught up (at most 60 s), then prints the same
-#       for the time between LOG's "catching_up" line and its "caught up" line
-# The counters are read every ~0.5 ms and binned per millisecond: a bin in which a thread
-# committed n transactions counts n transactions of THREADS ms / n each; a stretch of bins
-# with none (the calls held) counts one transaction per thread lasting the stretch. An
-# estimate from throughput, not a timing of each call.
+#       waits until LOG says the replica is caught up (at most 60 s), then prints the median
+#       of the transactions that began between LOG's "catching_up" line and its "caught up"
+#       line, as this program saw them come (it reads LOG every ~0.5 ms)
 import struct
 import sys
 import time
 
+HEADER = 544  # struct history up to phase: 16 + 16 counters, threads, root_off, 16 + 1, 16, 1
 
-def committed(path):
+
+def transactions(path, threads):
+    """(begin seconds, took seconds) of every transaction the rings hold."""
     with open(path, "rb") as f:
-        return sum(struct.unpack("16Q", f.read(128)))
-
-
-def sample(path, until):
-    """(seconds, committed) pairs every ~0.5 ms while until(now) is false."""
+        data = f.read()
+    (ring,) = struct.unpack_from("Q", data, HEADER)
+    if ring == 0:
+        sys.exit("tx_sampler.py: the history has no transaction ring (an older pmemobj_log?)")
+    begins = HEADER + 8
+    tooks = begins + 16 * ring * 8
     out = []
-    while True:
-        now = time.monotonic()
-        out.append((now, committed(path)))
-        if until(now):
-            return out
-        time.sleep(0.0005)
+    for t in range(threads):
+        b = struct.unpack_from(f"{ring}Q", data, begins + t * ring * 8)
+        d = struct.unpack_from(f"{ring}Q", data, tooks + t * ring * 8)
+        out.extend((bb / 1e9, dd / 1e9) for bb, dd in zip(b, d) if bb)
+    return out
 
 
-def per_transaction_ms(samples, threads, begin, end):
-    """The calls-weighted median transaction time (ms) within [begin, end], and the count."""
-    bins = {}
-    for t, c in samples:
-        if begin <= t <= end:
-            b = int((t - begin) * 1000)
-            bins.setdefault(b, [c, c])
-            bins[b][1] = c
-    if not bins:
+def median_in(txs, begin, end):
+    """The median time (s) of the transactions that began in [begin, end], and their count."""
+    took = sorted(d for b, d in txs if begin <= b <= end)
+    if not took:
         return None, 0
-    keys = sorted(bins)
-    weighted = []  # (ms per transaction, transactions)
-    idle = 0
-    prev_end = bins[keys[0]][0]
-    for b in keys:
-        first, last = bins[b]
-        n = last - prev_end
-        prev_end = last
-        if n <= 0:
-            idle += 1
-            continue
-        if idle:
-            weighted.append((float(idle), threads))
-            idle = 0
-        weighted.append((threads / n, n))
-    if idle:
-        weighted.append((float(idle), threads))
-    total = sum(w for _, w in weighted)
-    weighted.sort()
-    acc = 0
-    for ms, w in weighted:
-        acc += w
-        if acc * 2 >= total:
-            return ms, total
-    return weighted[-1][0], total
+    return took[len(took) // 2], len(took)
 
 
 def main():
     mode, history, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
     if mode == "baseline":
-        start = time.monotonic()
         secs = float(sys.argv[4])
-        s = sample(history, lambda now: now - start >= secs)
-        ms, n = per_transaction_ms(s, threads, start, start + secs)
-        print(f"median transaction before the outage: {ms * 1000:.0f} us "
+        start = time.monotonic()
+        time.sleep(secs)
+        took, n = median_in(transactions(history, threads), start, start + secs)
+        if took is None:
+            print("median transaction before the outage: none began")
+            return
+        print(f"median transaction before the outage: {took * 1e6:.0f} us "
               f"({n} transactions over {secs:.0f} s, {threads} threads)")
         return
     log = sys.argv[4]
     marks = {}
     offset = 0
     start = time.monotonic()
-
-    def until(now):
-        nonlocal offset
+    while True:
+        now = time.monotonic()
         with open(log, "rb") as f:
             f.seek(offset)
             text = f.read().decode(errors="replace")
@@ -93,22 +67,22 @@ def main():
             marks["begin"] = now
         if "caught up:" in text and "end" not in marks:
             marks["end"] = now
-        return ("end" in marks and now - marks["end"] > 0.2) or now - start > 60
-
-    s = sample(history, until)
+        if ("end" in marks and now - marks["end"] > 0.2) or now - start > 60:
+            break
+        time.sleep(0.0005)
     if "begin" not in marks or "end" not in marks:
         print("median transaction during catch-up: no catch-up seen in the log")
         return
     window = marks["end"] - marks["begin"]
-    if window < 0.005:
-        # Both lines came in one read: the sampler did not run while the catch-up did (the
+    took, n = median_in(transactions(history, threads), marks["begin"], marks["end"])
+    if took is None:
+        # Both lines came in one read: this program did not run while the catch-up did (the
         # writers and the catch-up had both cores).
-        print(f"median transaction during catch-up: not measured (the sampler saw its start "
-              f"and end {window * 1000:.1f} ms apart)")
+        print(f"median transaction during catch-up: not measured (no transaction began in "
+              f"the {window * 1000:.1f} ms between the lines as seen)")
         return
-    ms, n = per_transaction_ms(s, threads, marks["begin"], marks["end"])
-    print(f"median transaction during catch-up: {ms * 1000:.0f} us ({n} transactions over "
-          f"{(marks['end'] - marks['begin']) * 1000:.0f} ms as the log showed it)")
+    print(f"median transaction during catch-up: {took * 1e6:.0f} us ({n} transactions began "
+          f"in the {window * 1000:.0f} ms between the log's lines as seen)")
 
 
 main()

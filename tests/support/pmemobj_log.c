@@ -33,8 +33,10 @@
  * HISTORY also says where the records are (root_off, log_off: pool offsets, which are a
  * replica part's file offsets too), which transaction each thread has in progress since when
  * (call_start_ns, CLOCK_MONOTONIC, 0: none) and whether the writer runs (phase), so that
- * tests/chaos reads replicas directly while the writer goes on. PMEMOBJ_LOG_PACE_US: each
- * thread sleeps that many microseconds after each transaction (default 0).
+ * tests/chaos reads replicas directly while the writer goes on; and, for each thread's last
+ * TX_RING transactions, when each began and how long it took (bench/tx_sampler.py).
+ * PMEMOBJ_LOG_PACE_US: each thread sleeps that many microseconds after each transaction
+ * (default 0).
  */
 #include <libpmemobj.h>
 
@@ -53,6 +55,7 @@
 #define MAX_THREADS 16
 #define SLOTS 16384
 #define WORDS 8 /* a record: 64 bytes */
+#define TX_RING 8192
 
 struct root {
 	uint64_t count[MAX_THREADS];
@@ -71,6 +74,11 @@ struct history {
 	volatile uint64_t slots;
 	volatile uint64_t call_start_ns[MAX_THREADS];
 	volatile uint64_t phase; /* 0 starting, 1 running, 2 closing, 3 closed */
+	volatile uint64_t tx_ring; /* TX_RING */
+	/* Transaction k of thread t at [t][k % TX_RING]: its begin (CLOCK_MONOTONIC) and how
+	 * long it took, written after its commit (took first). */
+	volatile uint64_t tx_begin_ns[MAX_THREADS][TX_RING];
+	volatile uint64_t tx_took_ns[MAX_THREADS][TX_RING];
 };
 
 static PMEMobjpool *pop;
@@ -140,6 +148,8 @@ static void *writer(void *arg)
 			exit(3);
 		const uint64_t took = now_ns() - begin;
 		hist->call_start_ns[t] = 0;
+		hist->tx_took_ns[t][k % TX_RING] = took;
+		hist->tx_begin_ns[t][k % TX_RING] = begin;
 		if (took > hist->longest_ns[t])
 			hist->longest_ns[t] = took;
 		hist->committed[t] = k;
@@ -156,6 +166,7 @@ static void publish_layout(int threads)
 	for (int t = 0; t < threads; ++t)
 		hist->log_off[t] = r->log[t].off;
 	hist->slots = SLOTS;
+	hist->tx_ring = TX_RING;
 }
 
 /* The writers, until stdin ends; then the pool is closed. */
