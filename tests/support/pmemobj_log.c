@@ -73,7 +73,7 @@ struct history {
 	volatile uint64_t log_off[MAX_THREADS];
 	volatile uint64_t slots;
 	volatile uint64_t call_start_ns[MAX_THREADS];
-	volatile uint64_t phase; /* 0 starting, 1 running, 2 closing, 3 closed */
+	volatile uint64_t phase;   /* 0 starting, 1 running, 2 closing, 3 closed */
 	volatile uint64_t tx_ring; /* TX_RING */
 	/* Transaction k of thread t at [t][k % TX_RING]: its begin (CLOCK_MONOTONIC) and how
 	 * long it took, written after its commit (took first). */
