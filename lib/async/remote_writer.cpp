@@ -103,25 +103,43 @@ client::pool_report remote_writer::report() const
 	r.throttled = p.lag_waits + p.room_waits;
 	r.lag_bound_bytes = cfg_.lag.max_lag_bytes;
 	r.lag_bound_seconds = std::chrono::duration<double>(cfg_.lag.max_lag_time).count();
+	// Under keep_going the calls go on without the replica: it is lost, not failed (a call
+	// that fails marks the pool failed itself: pool_export).
+	if (pipe_->error())
+		r.state = cfg_.keep_going ? "lost" : "failed";
 	return r;
+}
+
+void remote_writer::note_loss()
+{
+	if (!cfg_.keep_going || lost_said_.load(std::memory_order_acquire) || !pipe_->error())
+		return;
+	// Once, by the first call that sees it; one that sees it meanwhile waits until the log
+	// and the metrics file say so.
+	std::lock_guard g(loss_mu_);
+	if (lost_said_.load(std::memory_order_relaxed))
+		return;
+	log_summary("the replica was lost; going on without it (RPMEM_ASYNC_ON_FAILURE=continue)");
+	if (auto *e = exported())
+		e->state_changed();
 }
 
 void remote_writer::do_persist(std::size_t offset, std::size_t length, unsigned)
 {
 	pipe_->persist({offset, length}, pool_ + offset);
-	if (cfg_.keep_going && !lost_said_ && pipe_->error())
-		log_summary("the replica was lost; going on without it "
-		            "(RPMEM_ASYNC_ON_FAILURE=continue)");
+	note_loss();
 }
 
 void remote_writer::do_flush(std::size_t offset, std::size_t length, unsigned)
 {
 	pipe_->snapshot({offset, length}, pool_ + offset); // drain() waits for the lag bound
+	note_loss();
 }
 
 void remote_writer::do_drain(unsigned)
 {
 	pipe_->wait_for_lag();
+	note_loss();
 }
 
 template <class F> void remote_writer::after_barrier(F &&f)
@@ -198,7 +216,7 @@ void remote_writer::log_summary(const char *how)
 	            "slowly than they came), the longest {:.1f} ms",
 	            rp_->host(), how, p.replicated, p.enqueued, p.batches, p.lag_bytes,
 	            p.max_lag_bytes, ms(p.max_wait), p.room_waits, ms(p.max_room_wait));
-	lost_said_ = true;
+	lost_said_.store(true, std::memory_order_release);
 }
 
 } // namespace rpmem::async

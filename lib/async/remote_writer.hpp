@@ -8,6 +8,7 @@
 #include "client/remote_pool.hpp"
 #include "control/messages.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -70,7 +71,11 @@ private:
 	control::pool_attr attr_; // as the application set it (the mark added on the wire)
 	config cfg_;
 	std::unique_ptr<pipeline> pipe_;
-	bool lost_said_ = false; // keep_going: the loss was logged
+	/** keep_going: the first call that sees the replica lost logs it and rewrites the
+	 *  metrics file (its state "lost") before it returns. */
+	void note_loss();
+	std::atomic<bool> lost_said_{false}; // the loss (or the close) was logged
+	std::mutex loss_mu_;
 };
 
 } // namespace rpmem::async

@@ -69,6 +69,7 @@ struct held_through_kill {
 	std::string persisted, closed, errors, metrics, samples;
 	// hold-fail: the metrics file parsed as each thread's failed persist left it
 	std::string at_failure[2];
+	std::string after_loss; // hold-go-on: the file parsed after 2 s of persists
 };
 
 held_through_kill hold_through_rpmemd_kill(capi_environment &env, const std::string &descriptor,
@@ -91,7 +92,7 @@ held_through_kill hold_through_rpmemd_kill(capi_environment &env, const std::str
 	require_rpmemd_gone(env.node);
 	app.close_stdin();
 	std::optional<std::string> persisted;
-	const bool persists = mode == "hold" || mode == "hold-fail";
+	const bool persists = mode == "hold" || mode == "hold-fail" || mode == "hold-go-on";
 	if (persists)
 		persisted = app.read_line(std::chrono::seconds(90));
 	auto closed = app.read_line(std::chrono::seconds(60));
@@ -101,8 +102,14 @@ held_through_kill hold_through_rpmemd_kill(capi_environment &env, const std::str
 	REQUIRE(closed);
 	// The file written when the pool closed.
 	auto samples = metrics_samples(file);
-	held_through_kill r{persisted.value_or(""), *closed, slurp(errors), slurp(file),
-	                    samples.output,         {}};
+	held_through_kill r{
+	    persisted.value_or(""), *closed, slurp(errors), slurp(file), samples.output, {}, {}};
+	if (mode == "hold-go-on") {
+		auto at = metrics_samples(file + ".after-loss");
+		INFO("the metrics file after the loss:\n" << slurp(file + ".after-loss"));
+		REQUIRE(at.status == 0);
+		r.after_loss = at.output;
+	}
 	for (int lane = 0; mode == "hold-fail" && lane < 2; ++lane) {
 		const auto copy = fmt::format("{}.at-failure.{}", file, lane);
 		auto at = metrics_samples(copy);
@@ -371,6 +378,30 @@ TEST_CASE("capi: a persist that fails for the lost replica returns with the metr
 		CHECK(sample_value(r.at_failure[lane], "rpmem_pool_up",
 		                   "failing-" + mode + ".set") == 0);
 	}
+}
+
+TEST_CASE("capi: under RPMEM_REPLICATION=async and RPMEM_ASYNC_ON_FAILURE=continue, the metrics "
+          "file says the replica is lost while the application goes on",
+          "[capi][metrics][async]")
+{
+	// No call fails, and the file is rewritten once a minute otherwise here: the first call
+	// that sees the loss writes it, with the state "lost" (it said "connected" until close).
+	capi_environment env;
+	auto r =
+	    hold_through_rpmemd_kill(env, "going-on.set",
+	                             {"RPMEM_REPLICATION=async", "RPMEM_ASYNC_ON_FAILURE=continue",
+	                              "RPMEM_LOG_LEVEL=1", "RPMEM_STATS_INTERVAL=60000"},
+	                             "hold-go-on");
+	INFO("the program's stderr:\n"
+	     << r.errors << "\nthe metrics file after the loss:\n"
+	     << r.after_loss);
+	CHECK(r.persisted == "persist 0"); // it goes on without its replica
+	CHECK(r.errors.find("the replica was lost; going on without it") != std::string::npos);
+	CHECK(sample_value(r.after_loss, "rpmem_pool_info", "state=\"lost\"") == 1);
+	CHECK(sample_value(r.after_loss, "rpmem_pool_up", "going-on.set") == 0);
+	// Closed with the replica behind: failed, as before.
+	CHECK(r.closed != "close 0");
+	CHECK(sample_value(r.samples, "rpmem_pool_info", "state=\"failed\"") == 1);
 }
 
 TEST_CASE("an application that exits with its pool open while rpmemd is frozen still exits",

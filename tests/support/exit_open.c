@@ -15,6 +15,9 @@
 // at most 60 s), and each copies RPMEM_STATS_FILE to that name + ".at-failure.<lane>" as soon
 // as its failed persist returns: what the file said when the application learnt of the
 // failure, on either thread (capi_test.cpp). Prints "persist <errno>" for lane 0 and 1.
+// hold-go-on: the same with one thread that persists for 2 s, then copies RPMEM_STATS_FILE to
+// that name + ".after-loss" (what an application that goes on without its replica sees
+// there); prints "persist <errno>" (0: every persist succeeded) and the close line.
 //
 // exit_open TARGET POOLSET signals: handles SIGTERM and ignores SIGINT, as an application with
 // a clean shutdown may, then creates the pool (the first fabric call loads libfabric). Prints
@@ -118,14 +121,14 @@ static int signals_mode(const char *target, const char *poolset, void *mem, size
 	abort();
 }
 
-/* RPMEM_STATS_FILE as it is now, to that name + ".at-failure.<lane>". */
-static void copy_metrics_file(unsigned lane)
+/* RPMEM_STATS_FILE as it is now, to that name + suffix. */
+static void copy_metrics_file_to(const char *suffix)
 {
 	const char *path = getenv("RPMEM_STATS_FILE");
 	if (!path)
 		return;
 	char to[4096];
-	snprintf(to, sizeof(to), "%s.at-failure.%u", path, lane);
+	snprintf(to, sizeof(to), "%s%s", path, suffix);
 	FILE *in = fopen(path, "r");
 	FILE *out = fopen(to, "w");
 	char buf[4096];
@@ -136,6 +139,14 @@ static void copy_metrics_file(unsigned lane)
 		fclose(in);
 	if (out)
 		fclose(out);
+}
+
+/* ... to that name + ".at-failure.<lane>". */
+static void copy_metrics_file(unsigned lane)
+{
+	char suffix[32];
+	snprintf(suffix, sizeof(suffix), ".at-failure.%u", lane);
+	copy_metrics_file_to(suffix);
 }
 
 struct failing {
@@ -181,7 +192,8 @@ int main(int argc, char **argv)
 	const int hold_exit = strcmp(argv[3], "hold-exit") == 0;
 	const int hold_close = strcmp(argv[3], "hold-close") == 0;
 	const int hold_fail = strcmp(argv[3], "hold-fail") == 0;
-	if (hold_exit || hold_close || hold_fail || strcmp(argv[3], "hold") == 0) {
+	const int hold_go_on = strcmp(argv[3], "hold-go-on") == 0;
+	if (hold_exit || hold_close || hold_fail || hold_go_on || strcmp(argv[3], "hold") == 0) {
 		printf("ready\n");
 		fflush(stdout);
 		char buf[64];
@@ -191,6 +203,20 @@ int main(int argc, char **argv)
 	if (hold_exit) {
 		printf("exiting with the pool open\n");
 		fflush(stdout);
+		return 0;
+	}
+	if (hold_go_on) {
+		int err = 0;
+		for (int i = 0; i < 2000 && !err; ++i) {
+			if (rpmem_persist(pool, 8192, 4096, 0, 0) != 0)
+				err = errno;
+			usleep(1000);
+		}
+		copy_metrics_file_to(".after-loss");
+		printf("persist %d\n", err);
+		const int r = rpmem_close(pool);
+		printf("close %d\n", r == 0 ? 0 : errno);
+		free(mem);
 		return 0;
 	}
 	if (hold_fail) {
