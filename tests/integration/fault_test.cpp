@@ -28,6 +28,21 @@
 #include <sys/wait.h>
 #include <thread>
 
+/*
+ * TSan, for this binary only: libfabric 1.17's sockets provider closes a connection's socket
+ * in the sending thread when a send fails (rpmemd killed mid-stream) while its own progress
+ * thread may be in recv() on it: "data race" on the file descriptor, both accesses inside
+ * libfabric (close and recv called from libfabric.so.1, under its own locks; seen once in a
+ * whole TSan step, "sockets-basic/rpmemd killed mid-stream", 2026-11-28). Here only, where
+ * every test kills or cuts rpmemd, races with a libfabric frame are not reported; the other
+ * binaries still report them (a buffer changed while libfabric sends it, for one).
+ */
+extern "C" __attribute__((visibility("default"))) const char *__tsan_default_suppressions();
+extern "C" const char *__tsan_default_suppressions()
+{
+	return "race:libfabric.so.1\n";
+}
+
 using rpmem::client::remote_pool;
 using namespace rpmem::test;
 using namespace std::chrono_literals;
