@@ -188,8 +188,10 @@ void pipeline::retire(const taken &t, std::exception_ptr err)
 		in_flight_ = 0;
 		done_.replicated += t.n;
 		++done_.batches;
-		if (err && !error_)
+		if (err && !error_) {
 			error_ = err;
+			failed_.store(true, std::memory_order_release);
+		}
 	}
 	done_cv_.notify_all();
 }
@@ -220,6 +222,7 @@ void pipeline::clear_error()
 {
 	std::lock_guard q(q_mu_);
 	error_ = nullptr;
+	failed_.store(false, std::memory_order_release);
 }
 
 std::exception_ptr pipeline::error() const

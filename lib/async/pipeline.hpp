@@ -7,6 +7,7 @@
 
 #include "async/staging_ring.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -97,6 +98,9 @@ public:
 	void clear_error();
 	/** The kept failure, or nullptr. */
 	std::exception_ptr error() const;
+	/** Whether a failure is kept, without the queue's lock: what a call checks after each
+	 *  persist. */
+	bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
 	progress status() const;
 	const staging_ring &ring() const { return staging_; }
 
@@ -172,6 +176,7 @@ private:
 	std::size_t lag_bytes_ = 0;
 	progress done_; // enqueued, replicated, batches, maxima
 	std::exception_ptr error_;
+	std::atomic<bool> failed_{false}; // error_ is set
 	bool stop_ = false;
 	std::thread replicator_;
 };

@@ -112,16 +112,16 @@ client::pool_report remote_writer::report() const
 
 void remote_writer::note_loss()
 {
-	if (!cfg_.keep_going || lost_said_.load(std::memory_order_acquire) || !pipe_->error())
+	if (!cfg_.keep_going || !pipe_->failed())
 		return;
 	// Once, by the first call that sees it; one that sees it meanwhile waits until the log
 	// and the metrics file say so.
-	std::lock_guard g(loss_mu_);
-	if (lost_said_.load(std::memory_order_relaxed))
-		return;
-	log_summary("the replica was lost; going on without it (RPMEM_ASYNC_ON_FAILURE=continue)");
-	if (auto *e = exported())
-		e->state_changed();
+	std::call_once(loss_noted_, [this] {
+		log_summary("the replica was lost; going on without it "
+		            "(RPMEM_ASYNC_ON_FAILURE=continue)");
+		if (auto *e = exported())
+			e->state_changed();
+	});
 }
 
 void remote_writer::do_persist(std::size_t offset, std::size_t length, unsigned)
@@ -216,7 +216,6 @@ void remote_writer::log_summary(const char *how)
 	            "slowly than they came), the longest {:.1f} ms",
 	            rp_->host(), how, p.replicated, p.enqueued, p.batches, p.lag_bytes,
 	            p.max_lag_bytes, ms(p.max_wait), p.room_waits, ms(p.max_room_wait));
-	lost_said_.store(true, std::memory_order_release);
 }
 
 } // namespace rpmem::async

@@ -8,7 +8,6 @@
 #include "client/remote_pool.hpp"
 #include "control/messages.hpp"
 
-#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -74,8 +73,7 @@ private:
 	/** keep_going: the first call that sees the replica lost logs it and rewrites the
 	 *  metrics file (its state "lost") before it returns. */
 	void note_loss();
-	std::atomic<bool> lost_said_{false}; // the loss (or the close) was logged
-	std::mutex loss_mu_;
+	std::once_flag loss_noted_;
 };
 
 } // namespace rpmem::async

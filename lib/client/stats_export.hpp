@@ -108,14 +108,11 @@ public:
 	void error(bool connection) noexcept
 	{
 		errors_.fetch_add(1, std::memory_order_relaxed);
-		if (!connection || written_failed_.load(std::memory_order_acquire))
-			return;
-		std::lock_guard g(failing_mu_);
-		if (written_failed_.load(std::memory_order_relaxed))
-			return; // written while this call waited
-		failed_.store(true, std::memory_order_relaxed);
-		state_changed();
-		written_failed_.store(true, std::memory_order_release);
+		if (connection)
+			std::call_once(failed_written_, [this] {
+				failed_.store(true, std::memory_order_relaxed);
+				state_changed();
+			});
 	}
 	/** A persist, drain or barrier returned successfully at `now` (unix_now_ns()); not
 	 *  recorded while the pool is lost (replicated_pool: the call did not reach it). */
@@ -146,8 +143,7 @@ private:
 	std::atomic<std::uint64_t> errors_{0};
 	std::atomic<std::int64_t> last_persist_ns_{0};
 	std::atomic<bool> failed_{false};
-	std::mutex failing_mu_;                   // the first failure's write; others wait for it
-	std::atomic<bool> written_failed_{false}; // that write is done
+	std::once_flag failed_written_; // the first failure's write; others wait for it
 	std::atomic<bool> lost_{false};
 };
 
