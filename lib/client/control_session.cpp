@@ -115,7 +115,7 @@ control_session::control_session(const std::string &target, const std::string &c
 			                        "to its path",
 			                        host_, command_, said, host_));
 		std::string how = ssh_->ending();
-		if (how.empty() || how.rfind("SSH", 0) == 0)
+		if (how.empty())
 			how = fmt::format("exit status {}", status);
 		throw rpmem::error(ECONNRESET, fmt::format("{}: rpmemd ('{}') ended before it "
 		                                           "answered ({}){}{}",

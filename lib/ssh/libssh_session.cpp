@@ -119,12 +119,19 @@ void libssh_session::settle()
 		pump(until.poll_ms());
 }
 
-std::string libssh_session::status_text() const
+std::string libssh_session::ending() const
 {
 	if (!exit_signal_.empty())
 		return "killed by signal SIG" + exit_signal_;
 	if (exit_status_)
 		return fmt::format("exit status {}", *exit_status_);
+	return {};
+}
+
+std::string libssh_session::status_text() const
+{
+	if (auto how = ending(); !how.empty())
+		return how;
 	if (lost_)
 		return "SSH connection lost: " + *lost_;
 	return {};

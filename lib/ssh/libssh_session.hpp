@@ -39,7 +39,7 @@ public:
 	std::string stderr_text() override;
 	void close_stdin() override;
 	int wait_exit(std::chrono::milliseconds timeout) override;
-	std::string ending() const override { return status_text(); }
+	std::string ending() const override;
 	void terminate() override;
 	std::string host() const override { return target_.host; }
 
