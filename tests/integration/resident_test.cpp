@@ -347,6 +347,22 @@ struct stopped_handover {
 	}
 };
 
+/** After an interrupted hand-over the resident goes on: a replacement spare warms (more than
+ *  `ready_before` "is ready" lines), and the next session is handed to one and persists
+ *  `fill` to the pool (no process kept its lock). */
+void next_session_handed_over(remote_setup &fx, std::size_t ready_before, std::uint8_t fill)
+{
+	REQUIRE(wait_for(
+	    [&] { return count(fx.node.log_text(), " is ready after ") > ready_before; }, 30s));
+	const auto handed_before = count(fx.node.log_text(), "handed to spare pid");
+	unsigned nlanes = 2;
+	auto pool = fx.open(nlanes);
+	persist_page(fx, *pool, fill);
+	pool->close();
+	INFO("rpmemd's log:\n" << fx.node.log_text());
+	CHECK(count(fx.node.log_text(), "handed to spare pid") == handed_before + 1);
+}
+
 } // namespace
 
 TEST_CASE("resident: later sessions are served by a warm spare, and their data arrives",
@@ -485,17 +501,7 @@ TEST_CASE("resident: a front killed after its session was handed over and before
 		                h.front)));
 		CHECK(named(fx.node.dir().string(), "rpmemd-resident").size() == 1);
 	}
-	// The resident goes on: a replacement spare warms, and the next session is handed to
-	// one and writes the pool (no process kept its lock).
-	REQUIRE(wait_for(
-	    [&] { return count(fx.node.log_text(), " is ready after ") > ready_before; }, 30s));
-	const auto handed_before = count(fx.node.log_text(), "handed to spare pid");
-	unsigned nlanes = 2;
-	auto pool = fx.open(nlanes);
-	persist_page(fx, *pool, 0x77);
-	pool->close();
-	INFO("rpmemd's log:\n" << fx.node.log_text());
-	CHECK(count(fx.node.log_text(), "handed to spare pid") == handed_before + 1);
+	next_session_handed_over(fx, ready_before, 0x77);
 }
 
 TEST_CASE("resident: a spare killed after it accepted a session and before it had the channel: "
@@ -551,15 +557,7 @@ TEST_CASE("resident: a spare killed after it accepted a session and before it ha
 		          "this rpmemd serves its session itself: the channel could not be handed "
 		          "over"));
 	}
-	REQUIRE(wait_for(
-	    [&] { return count(fx.node.log_text(), " is ready after ") > ready_before; }, 30s));
-	const auto handed_before = count(fx.node.log_text(), "handed to spare pid");
-	unsigned nlanes = 2;
-	auto pool = fx.open(nlanes);
-	persist_page(fx, *pool, 0x78);
-	pool->close();
-	INFO("rpmemd's log:\n" << fx.node.log_text());
-	CHECK(count(fx.node.log_text(), "handed to spare pid") == handed_before + 1);
+	next_session_handed_over(fx, ready_before, 0x78);
 }
 
 TEST_CASE("resident: a spare killed before it read the session it was given: the front serves "
@@ -568,6 +566,7 @@ TEST_CASE("resident: a spare killed before it read the session it was given: the
 {
 	remote_setup fx(8 << 20, {"8M"}, resident_options("600"));
 	first_session(fx, 0x11);
+	const auto ready_before = count(fx.node.log_text(), " is ready after ");
 	{
 		stopped_handover h(fx, false);
 		REQUIRE(::kill(h.spare, SIGKILL) == 0);
@@ -583,6 +582,7 @@ TEST_CASE("resident: a spare killed before it read the session it was given: the
 		          "this rpmemd serves its session itself: the spare given it was killed by "
 		          "signal 9 (Killed) before it accepted it"));
 	}
+	next_session_handed_over(fx, ready_before, 0x79);
 }
 
 TEST_CASE("resident: a killed session ends as when rpmemd served it itself, and the pool opens "
