@@ -55,19 +55,11 @@ void kill_in_catch_up(const interruption &how)
 	INFO("capi_bulk's stderr:\n" << errors());
 	REQUIRE(line);
 	REQUIRE(line->rfind("ready ", 0) == 0);
-	auto count = [&](const std::string &what) {
-		const auto text = errors();
-		std::size_t n = 0;
-		for (auto at = text.find(what); at != std::string::npos;
-		     at = text.find(what, at + 1))
-			++n;
-		return n;
-	};
 	auto wait_for = [&](const std::string &what, std::size_t n, std::chrono::seconds limit) {
 		const auto give_up = std::chrono::steady_clock::now() + limit;
-		while (count(what) < n && std::chrono::steady_clock::now() < give_up)
+		while (count(errors(), what) < n && std::chrono::steady_clock::now() < give_up)
 			std::this_thread::sleep_for(std::chrono::milliseconds(2));
-		return count(what) >= n;
+		return count(errors(), what) >= n;
 	};
 	const auto keys = net.server.dir() / "authorized_keys";
 	const auto keys_off = net.server.dir() / "authorized_keys.off";

@@ -36,6 +36,14 @@ inline bool has(const process_result &r, const std::string &part)
 {
 	return has(r.output, part);
 }
+/** How many times `text` holds `part` (overlapping ones too). */
+inline std::size_t count(const std::string &text, const std::string &part)
+{
+	std::size_t n = 0;
+	for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+		++n;
+	return n;
+}
 
 namespace detail
 {

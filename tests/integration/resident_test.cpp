@@ -90,14 +90,6 @@ bool wait_for(const std::function<bool()> &ready, std::chrono::milliseconds limi
 	return true;
 }
 
-std::size_t count(const std::string &text, const std::string &what)
-{
-	std::size_t n = 0;
-	for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-		++n;
-	return n;
-}
-
 replica_options resident_options(const std::string &idle = "30")
 {
 	replica_options o;
