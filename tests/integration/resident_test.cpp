@@ -552,6 +552,37 @@ TEST_CASE("resident: a spare killed after it accepted a session and before it ha
 	next_session_handed_over(fx, ready_before, 0x78);
 }
 
+TEST_CASE("resident: a front stalled past the spare's wait for its channel: the spare ends, and "
+          "the front serves the session itself",
+          "[resident]")
+{
+	remote_setup fx(8 << 20, {"8M"}, resident_options("600"));
+	first_session(fx, 0x11);
+	const auto ready_before = count(fx.node.log_text(), " is ready after ");
+	{
+		stopped_handover h(fx, true);
+		// The spare waits 5 s for the channel of the front it accepted, then ends.
+		const std::string gave_up = fmt::format(
+		    "the rpmemd sshd started for a session (pid {}) did not hand its channel over "
+		    "(nothing within 5000 ms)",
+		    h.front);
+		REQUIRE(wait_for([&] { return has(fx.node.log_text(), gave_up); }, 60s));
+		const int fd = socket_fd(h.front);
+		REQUIRE(fd >= 0);
+		REQUIRE(wait_for([&] { return peer_closed(h.front, fd); }, 30s));
+		REQUIRE(::kill(h.front, SIGCONT) == 0);
+		h.opener.join();
+		INFO("rpmemd's log:\n" << fx.node.log_text());
+		INFO("the open: " << h.open_error);
+		CHECK(h.open_error.empty());
+		CHECK(h.persisted);
+		CHECK(has(fx.node.log_text(),
+		          "this rpmemd serves its session itself: the channel could not be handed "
+		          "over"));
+	}
+	next_session_handed_over(fx, ready_before, 0x7a);
+}
+
 TEST_CASE("resident: a spare killed before it read the session it was given: the front serves "
           "the session itself",
           "[resident]")
