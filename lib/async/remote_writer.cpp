@@ -105,7 +105,7 @@ client::pool_report remote_writer::report() const
 	r.lag_bound_seconds = std::chrono::duration<double>(cfg_.lag.max_lag_time).count();
 	// Under keep_going the calls go on without the replica: it is lost, not failed (a call
 	// that fails marks the pool failed itself: pool_export).
-	if (pipe_->error())
+	if (pipe_->failed())
 		r.state = cfg_.keep_going ? "lost" : "failed";
 	return r;
 }
