@@ -10,6 +10,7 @@
 #include "client/exit_guard.hpp"
 #include "client/fresh_blocks.hpp"
 #include "client/log.hpp"
+#include "client/reopen.hpp"
 #include "client/replica_sync.hpp"
 #include "pmdk/pool_header.hpp"
 #include "rpmem/error.hpp"
@@ -71,29 +72,8 @@ void resilient_pool::give_up(const std::string &why)
 
 std::unique_ptr<remote_pool> resilient_pool::try_connect(std::string *why)
 {
-	try {
-		unsigned lanes = nlanes_;
-		control::pool_attr a;
-		auto rp = remote_pool::open(cfg_.target, cfg_.descriptor, cfg_.addr, cfg_.size,
-		                            &lanes, headers_ ? &a : nullptr, cfg_.conn);
-		if (lanes < nlanes_) {
-			*why = fmt::format("rpmemd granted {} lanes where the pool has {}", lanes,
-			                   nlanes_);
-			return nullptr;
-		}
-		if (headers_ && (a.uuid != attr_.uuid || a.poolset_uuid != attr_.poolset_uuid)) {
-			*why = "it holds another pool now (its UUIDs differ)";
-			return nullptr;
-		}
-		if (headers_ && cfg_.keep_going && !pmdk::marked_behind(a)) {
-			const auto wire = pmdk::with_behind_mark(attr_, true);
-			rp->set_attr(&wire);
-		}
-		return rp;
-	} catch (const rpmem::error &e) {
-		*why = e.message();
-		return nullptr;
-	}
+	return reopen({cfg_.target, cfg_.descriptor, cfg_.addr, cfg_.size, cfg_.conn}, nlanes_,
+	              headers_ ? &attr_ : nullptr, cfg_.keep_going, why);
 }
 
 void resilient_pool::install(std::unique_ptr<remote_pool> rp)

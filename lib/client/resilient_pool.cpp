@@ -70,25 +70,6 @@ auto with_retries(const resilient_pool::config &c, const char *what, F &&f) -> d
 
 } // namespace
 
-const char *resilient_pool::name(state s) noexcept
-{
-	switch (s) {
-	case state::in_sync:
-		return "in_sync";
-	case state::reconnecting:
-		return "reconnecting";
-	case state::lost:
-		return "lost";
-	case state::catching_up:
-		return "catching_up";
-	case state::failed:
-		return "failed";
-	case state::closed:
-		return "closed";
-	}
-	return "?";
-}
-
 resilient_pool::resilient_pool(const config &c, std::unique_ptr<remote_pool> rp, unsigned nlanes,
                                const control::pool_attr &attr)
     : cfg_(c), nlanes_(nlanes), headers_(rp->has_headers()), attr_(attr), rp_(std::move(rp)),

@@ -25,6 +25,7 @@
 #include "client/dirty_map.hpp"
 #include "client/pool_calls.hpp"
 #include "client/remote_pool.hpp"
+#include "client/replica_state.hpp"
 #include "client/replica_sync.hpp"
 
 #include <atomic>
@@ -43,8 +44,7 @@ namespace rpmem::client
 class resilient_pool final : public pool_calls
 {
 public:
-	enum class state { in_sync, reconnecting, lost, catching_up, failed, closed };
-	static const char *name(state s) noexcept;
+	using state = replica_state;
 
 	/** What the pool is and how to reach it again. */
 	struct config {
