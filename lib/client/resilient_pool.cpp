@@ -118,7 +118,17 @@ std::unique_ptr<resilient_pool> resilient_pool::open(const config &c, unsigned *
 		*nlanes = n;
 		return p;
 	});
-	const bool marked = pmdk::marked_behind(a);
+	const bool rebuilding = pmdk::marked_rebuilding(a);
+	const bool marked = pmdk::marked_behind(a) || rebuilding;
+	if (rebuilding && !c.keep_going)
+		throw rpmem::error(
+		    ESTALE,
+		    fmt::format(
+		        "the replica {} on {} was being caught up from its master when its "
+		        "asynchronous writer stopped: it holds no consistent pool (its pool "
+		        "header is marked so). Bring it in line from the master with `rpmem "
+		        "sync POOLSET`",
+		        c.descriptor, c.target));
 	if (marked && !c.keep_going)
 		throw rpmem::error(
 		    ESTALE,
@@ -130,7 +140,7 @@ std::unique_ptr<resilient_pool> resilient_pool::open(const config &c, unsigned *
 		        "Bring it up to date with `rpmem sync POOLSET`, or, if the master "
 		        "is lost, make it the master with `rpmem promote --force`",
 		        c.descriptor, c.target));
-	const auto clean = pmdk::with_behind_mark(a, false);
+	const auto clean = pmdk::with_rebuilding_mark(pmdk::with_behind_mark(a, false), false);
 	if (rp->has_headers() && c.keep_going) {
 		// Marked from now until a clean close: a replica left behind by an outage is never
 		// taken as current meanwhile.
@@ -148,7 +158,9 @@ std::unique_ptr<resilient_pool> resilient_pool::open(const config &c, unsigned *
 		    "from the master ({}); bringing it in line",
 		    c.target, c.descriptor, plan.bytes(),
 		    plan.method == "delta" ? "block checksums compared" : plan.fallback);
-		replica_destination dest(*rp, nullptr, nullptr); // marked already, stays so
+		// Marked already; "possibly behind" stays (continue), "being caught up" goes.
+		const auto after = pmdk::with_behind_mark(clean, true);
+		replica_destination dest(*rp, nullptr, rebuilding ? &after : nullptr);
 		apply_sync(dest, plan.ranges, {.found_marked = true});
 	}
 	if (attr_out)

@@ -224,6 +224,24 @@ inline void set_behind_mark(pool_hdr &hdr, bool behind) noexcept
 	store_le(hdr.feat.compat,
 	         behind ? compat | feat_compat_rpmem_behind : compat & ~feat_compat_rpmem_behind);
 }
+/** A replica carries feat_incompat_rpmem_rebuilding while an asynchronous writer catches it up
+ *  from its master's memory after an outage: the blocks move in no order of the persists, so it
+ *  is neither a prefix of them nor the master's state at any moment until the catch-up's last
+ *  round. libpmemobj refuses it (an unknown incompat bit), and so do librpmem and `rpmem
+ *  promote`, with or without force; only a sync from the master makes it whole. */
+inline bool marked_rebuilding(const rpmem::pool_attr &a) noexcept
+{
+	return (a.incompat_features & feat_incompat_rpmem_rebuilding) != 0;
+}
+/** attr with that mark set or cleared. */
+inline rpmem::pool_attr with_rebuilding_mark(rpmem::pool_attr a, bool on) noexcept
+{
+	if (on)
+		a.incompat_features |= feat_incompat_rpmem_rebuilding;
+	else
+		a.incompat_features &= ~feat_incompat_rpmem_rebuilding;
+	return a;
+}
 /** A master carries feat_incompat_rpmem_rebuilding: a rebuild from a replica began and did not
  *  finish (libpmemobj refuses the pool meanwhile). */
 inline bool marked_rebuilding(const pool_hdr &hdr) noexcept

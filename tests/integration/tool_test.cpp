@@ -601,7 +601,7 @@ TEST_CASE("rpmem sync --from rebuilds the master from a replica, moving only wha
 	CHECK(refused.status != 0); // libpmemobj: unknown incompat feature
 	auto no_sync = s.rpmem("sync " + set);
 	CHECK(no_sync.status == 1);
-	CHECK(has(no_sync, "being rebuilt from a replica"));
+	CHECK(has(no_sync, "an interrupted rebuild from a replica"));
 	CHECK(has(no_sync, "rpmem sync --from R"));
 
 	auto rebuilt = s.rpmem("sync --from 1 --progress none " + set);

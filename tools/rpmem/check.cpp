@@ -219,10 +219,12 @@ void check_links(const poolset::poolset &ps, const std::vector<local_part> &part
 	if (rep.problems.empty())
 		rep.part0 = first;
 	if (pmdk::marked_rebuilding(first))
-		rep.problems.push_back(
-		    fmt::format("marked as being rebuilt from a replica (an interrupted `rpmem "
-		                "sync --from`): finish it with `rpmem sync --from R {}`",
-		                ps.file));
+		rep.problems.push_back(fmt::format(
+		    "marked as not whole: on a master, an interrupted rebuild from a replica "
+		    "(finish it with `rpmem sync --from R {}`); on a replica, an asynchronous "
+		    "writer's catch-up from its master that did not finish (run `rpmem sync` from "
+		    "the master)",
+		    ps.file));
 	if (pmdk::marked_behind(first))
 		rep.notes.push_back("marked possibly behind its master (its writer, which could "
 		                    "leave it behind, did not close it cleanly)");
@@ -284,6 +286,11 @@ replica_report check_remote(const poolset::poolset &ps, const master &m, ring &r
 				rep.problems.push_back("marked possibly behind the master (an "
 				                       "asynchronous writer or a "
 				                       "sync did not finish)");
+			if (pmdk::marked_rebuilding(have))
+				rep.problems.push_back(
+				    "marked as being caught up from the master (an asynchronous "
+				    "writer's catch-up after an outage did not finish): no "
+				    "consistent pool until a sync");
 		} else if (!have.is_zero()) {
 			rep.problems.push_back("the replica has a pool header, the master has none "
 			                       "(OPTION NOHDRS)");

@@ -6,8 +6,8 @@
 // both replica links of every header at the replica's own part 0 UUID and reseals the
 // checksum, durably, part by part. The data is not touched. A replica marked possibly behind
 // (feat_compat_rpmem_behind: its writer, which could leave it behind, did not close cleanly) is
-// promoted only
-// with --force.
+// promoted only with --force; one marked as being caught up (feat_incompat_rpmem_rebuilding on a
+// replica) is not promoted at all.
 #include "master.hpp"
 #include "tool.hpp"
 
@@ -121,6 +121,14 @@ finding examine(const promote_args &a, const poolset::poolset &ps, const pmdk::p
 	say(a.json, "  replica links: prev {} next {}{}\n", uuid_text(first.prev_repl_uuid),
 	    uuid_text(first.next_repl_uuid),
 	    f.linked_to_self ? " (already itself: a single-replica pool)" : "");
+	if (pmdk::marked_rebuilding(first))
+		throw failure(fmt::format(
+		    "{}: the replica was being caught up from its master when its writer stopped "
+		    "(asynchronous replication, back from an outage): its blocks come from "
+		    "different moments, so it holds no consistent pool, and --force cannot make "
+		    "it one. If the master is reachable, bring this replica in line from it "
+		    "(`rpmem sync`); if not, recover from another replica or a backup",
+		    a.poolset));
 	if (f.behind && !a.force)
 		throw failure(fmt::format(
 		    "{}: the replica may be behind its master: its writer could leave it behind "
