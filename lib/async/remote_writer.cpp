@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// librpmem's asynchronous replication (see remote_writer.hpp).
+// librpmem's asynchronous replication (see remote_writer.hpp): the calls and the replicator's
+// sink; the outage side is remote_writer_heal.cpp.
 #include "async/remote_writer.hpp"
+#include "async/remote_writer_sink.hpp"
 
 #include "async/round_plan.hpp"
+
+#include "client/exit_guard.hpp"
 #include "client/log.hpp"
 #include "pmdk/pool_header.hpp"
 #include "rpmem/error.hpp"
@@ -18,70 +22,80 @@ namespace rpmem::async
 namespace
 {
 
-/** Ranges sent to the replica at most before one drain. */
-constexpr std::size_t ranges_per_drain = 1024;
-
 double ms(clock_type::duration d)
 {
 	return std::chrono::duration<double, std::milli>(d).count();
 }
 
+/** A failure that is about the call, not the replica: the session is fine. */
+bool about_the_call(const rpmem::error &e)
+{
+	return e.errnum() == EINVAL;
+}
+
+/** Ranges sent to the replica at most before one drain. */
+constexpr std::size_t ranges_per_drain = 1024;
+
 } // namespace
 
-/** Sends the pipeline's batches to the one replica on lane 0, in rounds of relaxed flushes
- *  and a drain (a round never lets a later range overtake an earlier one: round_plan.hpp).
- *  Once a batch failed, later batches are dropped (the failure is kept by the pipeline). */
-class remote_writer::one_replica final : public sink
+void remote_writer::one_replica::send(const std::vector<piece> &batch, const staging_ring &ring)
 {
-public:
-	explicit one_replica(client::remote_pool &rp) : rp_(rp) {}
-
-	void send(const std::vector<piece> &batch, const staging_ring &ring) override
-	{
-		std::lock_guard g(mu);
-		if (failed_)
-			return;
-		try {
-			if (!registered_) {
-				rp_.register_source(ring.base(), ring.capacity());
-				registered_ = true;
-			}
-			const client::data_path *lanes[] = {&rp_.lanes()};
-			for (std::size_t from = 0, to = 0; from < batch.size(); from = to) {
-				to = round_end(lanes, batch.size(), from, ranges_per_drain,
-				               [&](std::size_t i) { return batch[i].r.length; });
-				for (std::size_t k = from; k < to; ++k)
-					rp_.flush_from(batch[k].src, batch[k].r.offset,
-					               batch[k].r.length, 0);
-				// rpmemd applies this round while the next one is built.
-				rp_.drain_ahead(0);
-			}
-			rp_.complete(0);
-		} catch (...) {
-			failed_ = true;
-			throw;
-		}
+	std::lock_guard g(mu);
+	auto record = [&] {
+		for (const auto &p : batch)
+			w_.dirty_.mark(p.r.offset, p.r.length);
+	};
+	if (w_.state_.load() != state::in_sync) {
+		record();
+		return;
 	}
-
-	std::mutex mu; // the remote pool's lane 0: the replicator or a call after a barrier
-
-private:
-	client::remote_pool &rp_;
-	bool registered_ = false;
-	bool failed_ = false;
-};
+	const auto epoch = w_.epoch_.load();
+	auto &rp = *w_.rp_;
+	try {
+		if (registered_ != epoch) { // a new session registers the ring anew
+			rp.register_source(ring.base(), ring.capacity());
+			registered_ = epoch;
+		}
+		const client::data_path *lanes[] = {&rp.lanes()};
+		for (std::size_t from = 0, to = 0; from < batch.size(); from = to) {
+			to = round_end(lanes, batch.size(), from, ranges_per_drain,
+			               [&](std::size_t i) { return batch[i].r.length; });
+			for (std::size_t k = from; k < to; ++k)
+				rp.flush_from(batch[k].src, batch[k].r.offset, batch[k].r.length,
+				              0);
+			// rpmemd applies this round while the next one is built.
+			rp.drain_ahead(0);
+		}
+		rp.complete(0);
+	} catch (const rpmem::error &e) {
+		// Some rounds of it may have landed: all of it moves again, from the master.
+		record();
+		w_.connection_failed(epoch, e);
+	}
+}
 
 remote_writer::remote_writer(std::unique_ptr<client::remote_pool> rp, const std::byte *pool,
                              std::size_t size, const control::pool_attr &attr, const config &c)
-    : rp_(std::move(rp)), sink_(std::make_unique<one_replica>(*rp_)), pool_(pool), size_(size),
-      attr_(attr), cfg_(c)
+    : rp_(std::move(rp)), sink_(std::make_unique<one_replica>(*this)), pool_(pool), size_(size),
+      attr_(attr), cfg_(c), dirty_(size, client::dirty_map::block_for(size))
 {
-	cfg_.lag.fail_on_error = !c.keep_going;
+	// The sink records what it cannot send, and the policy decides once the outage lasted:
+	// no batch failure reaches the calls through the pipeline.
+	cfg_.lag.fail_on_error = true;
 	pipe_ = std::make_unique<pipeline>(cfg_.lag, *sink_);
+	client::exit_guard::install();
+	healer_ = std::thread([this] { heal_loop(); });
 }
 
 remote_writer::~remote_writer()
 {
+	{
+		std::lock_guard l(mu_);
+		stop_ = true;
+	}
+	cv_.notify_all();
+	if (healer_.joinable())
+		healer_.join();
 	stop_export(); // while what its report reads is still here
 	// Stops the replicator before the sink and the remote pool it uses go.
 	pipe_.reset();
@@ -94,7 +108,12 @@ client::pool_calls::shape remote_writer::contract() const
 
 client::pool_report remote_writer::report() const
 {
-	auto r = rp_->report();
+	client::pool_report r;
+	{
+		std::lock_guard g(rp_mu_);
+		r = rp_->report();
+		r.stats += earlier_; // counters: the pool's, not one session's
+	}
 	r.mode = "async";
 	r.lanes = cfg_.nlanes;
 	const auto p = pipe_->status();
@@ -103,77 +122,102 @@ client::pool_report remote_writer::report() const
 	r.throttled = p.lag_waits + p.room_waits;
 	r.lag_bound_bytes = cfg_.lag.max_lag_bytes;
 	r.lag_bound_seconds = std::chrono::duration<double>(cfg_.lag.max_lag_time).count();
-	// Under keep_going the calls go on without the replica: it is lost, not failed (a call
-	// that fails marks the pool failed itself: pool_export).
+	const auto st = current();
+	r.state = st == state::in_sync ? "connected" : client::name(st);
 	if (pipe_->failed())
-		r.state = cfg_.keep_going ? "lost" : "failed";
+		r.state = "failed";
+	r.bytes_to_go = bytes_to_go();
 	return r;
 }
 
-void remote_writer::note_loss()
+void remote_writer::throw_if_failed() const
 {
-	if (!cfg_.keep_going || !pipe_->failed())
-		return;
-	// Once, by the first call that sees it; one that sees it meanwhile waits until the log
-	// and the metrics file say so.
-	std::call_once(loss_noted_, [this] {
-		log_summary("the replica was lost; going on without it "
-		            "(RPMEM_ASYNC_ON_FAILURE=continue)");
-		if (auto *e = exported())
-			e->state_changed();
-	});
+	if (state_.load() == state::failed) {
+		std::lock_guard l(mu_);
+		throw *failure_;
+	}
+	if (pipe_->failed())
+		std::rethrow_exception(pipe_->error());
 }
 
 void remote_writer::do_persist(std::size_t offset, std::size_t length, unsigned)
 {
+	throw_if_failed();
 	pipe_->persist({offset, length}, pool_ + offset);
-	note_loss();
 }
 
 void remote_writer::do_flush(std::size_t offset, std::size_t length, unsigned)
 {
+	throw_if_failed();
 	pipe_->snapshot({offset, length}, pool_ + offset); // drain() waits for the lag bound
-	note_loss();
 }
 
 void remote_writer::do_drain(unsigned)
 {
+	throw_if_failed();
 	pipe_->wait_for_lag();
-	note_loss();
 }
 
-template <class F> void remote_writer::after_barrier(F &&f)
+template <class F, class A> bool remote_writer::after_barrier(F &&f, A &&away)
 {
+	throw_if_failed();
 	pipe_->barrier();
-	if (auto e = pipe_->error())
-		std::rethrow_exception(e); // keep_going: the replica is gone all the same
 	std::lock_guard g(sink_->mu);
-	f(*rp_);
+	if (state_.load() == state::in_sync) {
+		const auto epoch = epoch_.load();
+		try {
+			f(*rp_);
+			return true;
+		} catch (const rpmem::error &e) {
+			if (about_the_call(e))
+				throw;
+			connection_failed(epoch, e);
+		}
+	}
+	// Under the replicator's lock, as the replicator records: the catch-up's last round
+	// takes what is recorded before it, with this lock, and then the replica is in sync.
+	away();
+	return false;
 }
 
 void remote_writer::do_deep_persist(std::size_t offset, std::size_t length, unsigned)
 {
-	// In order: everything persisted before, then this range, deeply.
-	after_barrier([&](client::remote_pool &rp) { rp.deep_persist(offset, length, 0); });
+	// In order: everything persisted before, then this range, deeply. A replica away gets
+	// it with its catch-up.
+	after_barrier([&](client::remote_pool &rp) { rp.deep_persist(offset, length, 0); },
+	              [&] { dirty_.mark(offset, length); });
+	throw_if_failed();
 }
 
 void remote_writer::do_read(void *buf, std::size_t offset, std::size_t length, unsigned)
 {
-	after_barrier([&](client::remote_pool &rp) { rp.read(buf, offset, length, 0); });
+	if (after_barrier([&](client::remote_pool &rp) { rp.read(buf, offset, length, 0); }, [] {}))
+		return;
+	throw_if_failed();
+	std::lock_guard l(mu_);
+	throw rpmem::error(ENODATA,
+	                   fmt::format("{}:{}: the replica is {} ({}): it cannot be read until it "
+	                               "has caught up",
+	                               cfg_.place.target, cfg_.place.descriptor,
+	                               client::name(state_.load()), cause_));
 }
 
 void remote_writer::do_set_attr(const control::pool_attr *attr)
 {
-	after_barrier([&](client::remote_pool &rp) {
-		if (!attr || attr->is_zero()) {
-			rp.set_attr(attr);
-			attr_ = control::pool_attr{};
-			return;
-		}
-		const auto wire = pmdk::with_behind_mark(*attr, cfg_.marked);
-		rp.set_attr(&wire);
-		attr_ = *attr;
-	});
+	const auto a = attr ? *attr : control::pool_attr{};
+	// Kept with the replicator held, either way: a replica away gets the attributes when
+	// its catch-up's last round (which holds it) sets them.
+	auto keep = [&] {
+		std::lock_guard l(mu_);
+		attr_ = a;
+	};
+	after_barrier(
+	    [&](client::remote_pool &rp) {
+		    const auto wire = pmdk::with_behind_mark(a, cfg_.marked);
+		    rp.set_attr(a.is_zero() ? nullptr : &wire);
+		    keep();
+	    },
+	    keep);
 }
 
 void remote_writer::do_close()
@@ -182,13 +226,32 @@ void remote_writer::do_close()
 		pipe_->finish();
 		if (auto e = pipe_->error())
 			std::rethrow_exception(e);
+		{
+			std::lock_guard l(mu_);
+			stop_ = true;
+		}
+		cv_.notify_all();
+		healer_.join();
+		const auto st = state_.load();
+		if (st != state::in_sync) {
+			std::lock_guard l(mu_);
+			if (st == state::failed)
+				throw *failure_;
+			throw rpmem::error(
+			    EIO,
+			    fmt::format("{}:{}: closed with the replica {} ({} bytes behind; {})",
+			                cfg_.place.target, cfg_.place.descriptor, client::name(st),
+			                bytes_to_go(), cause_));
+		}
 		if (cfg_.marked) {
 			std::lock_guard g(sink_->mu);
 			const auto clean = pmdk::with_behind_mark(attr_, false);
 			rp_->set_attr(&clean);
 		}
 	} catch (...) {
-		log_summary("closing with the replica behind (its header stays marked)");
+		log_summary("closing with the replica behind (its header stays marked; `rpmem sync "
+		            "POOLSET` brings it back)");
+		rp_->abandon();
 		try {
 			rp_->close();
 		} catch (const std::exception &) {
@@ -208,13 +271,13 @@ progress remote_writer::status() const
 void remote_writer::log_summary(const char *how)
 {
 	const auto p = pipe_->status();
-	const int level = pipe_->error() ? 1 : 3;
+	const int level = pipe_->error() || state_.load() != state::in_sync ? 1 : 3;
 	client::log(level,
 	            "asynchronous replication to {}: {}; {} of {} persists replicated in {} "
 	            "batches, lag now {} bytes, at most {} bytes, longest wait for the lag "
 	            "bound {:.1f} ms; {} persists waited for room (the replica took them more "
 	            "slowly than they came), the longest {:.1f} ms",
-	            rp_->host(), how, p.replicated, p.enqueued, p.batches, p.lag_bytes,
+	            cfg_.place.target, how, p.replicated, p.enqueued, p.batches, p.lag_bytes,
 	            p.max_lag_bytes, ms(p.max_wait), p.room_waits, ms(p.max_room_wait));
 }
 

@@ -107,6 +107,15 @@ void from_attr(const ctl::pool_attr &r, rpmem_pool_attr &a)
  *  last persists: asynchronous mode does not open it until resynced or promoted. */
 void refuse_if_behind(const ctl::pool_attr &a, const char *target, const char *descriptor)
 {
+	if (rpmem::pmdk::marked_rebuilding(a))
+		throw rpmem::error(
+		    ESTALE,
+		    fmt::format("the replica {} on {} was being caught up from its master when its "
+		                "writer stopped (asynchronous replication, back from an outage): "
+		                "its blocks come from different moments, so it holds no consistent "
+		                "pool (its pool header is marked so). Bring it in line from the "
+		                "master with `rpmem sync POOLSET`",
+		                descriptor, target));
 	if (rpmem::pmdk::marked_behind(a))
 		throw rpmem::error(
 		    ESTALE,
@@ -129,15 +138,19 @@ start_async(bool create, const char *target, const char *descriptor, void *addr,
 	unsigned one = 1;
 	ctl::pool_attr attr;
 	std::unique_ptr<remote_pool> rp;
+	rpmem::client::pool_options conn;
+	conn.command = rpmem::client::next_command(); // a reconnect goes to the same rpmemd
+	const auto command = conn.command;
 	if (create) {
 		if (in)
 			attr = to_attr(*in);
 		const bool headers = in && !attr.is_zero();
 		const auto wire = rpmem::pmdk::with_behind_mark(attr, headers);
 		rp = remote_pool::create(target, descriptor, addr, size, &one,
-		                         headers ? &wire : nullptr);
+		                         headers ? &wire : nullptr, conn);
 	} else {
-		rp = remote_pool::open(target, descriptor, addr, size, &one, out ? &attr : nullptr);
+		rp = remote_pool::open(target, descriptor, addr, size, &one, out ? &attr : nullptr,
+		                       conn);
 		refuse_if_behind(attr, target, descriptor);
 		if (rp->has_headers()) {
 			const auto wire = rpmem::pmdk::with_behind_mark(attr, true);
@@ -147,6 +160,11 @@ start_async(bool create, const char *target, const char *descriptor, void *addr,
 			from_attr(attr, *out);
 	}
 	rpmem::async::remote_writer::config c;
+	c.place = {target, descriptor, addr, size, {}};
+	c.place.conn.command = command; // every session to the same rpmemd
+	c.reconnect_delay = s.reconnect_delay;
+	c.reconnect_timeout = s.reconnect_timeout;
+	c.catch_up_hold_bytes = s.catch_up_hold_bytes;
 	c.lag.max_lag_bytes = s.async_max_lag_bytes;
 	c.lag.max_lag_time = s.async_max_lag_time;
 	c.keep_going = s.async_keep_going;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// resilient_pool's clock and pauses, shared by its calls (resilient_pool.cpp) and its healer
-// (resilient_heal.cpp). Internal to lib/client.
+// The clock and pauses of librpmem's healers: resilient_pool's (its calls, resilient_pool.cpp,
+// and its healer, resilient_heal.cpp) and the asynchronous writer's (lib/async).
 #pragma once
 
 #include <chrono>

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// remote_writer's outage side: a failed session ends, the replicator records what the replica
+// misses, the healer thread reconnects (pauses doubling up to resilient_timing::max_delay) and
+// catches the replica up from the master's memory in rounds while the application goes on; the
+// last round holds the replicator, so that the replica is a prefix of the persists again when
+// it is back in sync. After RPMEM_RECONNECT_TIMEOUT the policy decides: lost (continue: the
+// healer keeps trying) or failed (fail: every call fails).
+#include "async/remote_writer.hpp"
+#include "async/remote_writer_sink.hpp"
+
+#include "client/exit_guard.hpp"
+#include "client/fresh_blocks.hpp"
+#include "client/log.hpp"
+#include "client/resilient_pool_timing.hpp"
+#include "pmdk/pool_header.hpp"
+#include "rpmem/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace rpmem::async
+{
+
+using namespace client::resilient_timing;
+
+void remote_writer::set_state(state s, const std::string &why)
+{
+	const state was = state_.exchange(s);
+	if (was != s)
+		client::log(s == state::closed ? 3 : 1,
+		            "asynchronous replication to {}:{}: replica {} ({})", cfg_.place.target,
+		            cfg_.place.descriptor, client::name(s), why);
+	cv_.notify_all();
+	if (auto *e = exported())
+		e->state_changed();
+}
+
+void remote_writer::connection_failed(std::uint64_t epoch, const rpmem::error &e)
+{
+	std::lock_guard l(mu_);
+	if (epoch_.load() != epoch || state_.load() != state::in_sync)
+		return; // seen first by the replicator, a call or the healer
+	outage_start_ = clock_type::now();
+	cause_ = e.message();
+	rp_->abandon(); // its rpmemd ends and gives the pool up for the next session
+	set_state(state::reconnecting, cause_);
+	if (cfg_.reconnect_timeout.count() == 0)
+		give_up(cause_);
+}
+
+void remote_writer::give_up(const std::string &why)
+{
+	if (cfg_.keep_going) {
+		set_state(
+		    state::lost,
+		    fmt::format("no session for {:.0f} ms (RPMEM_RECONNECT_TIMEOUT): going on "
+		                "without it (RPMEM_ASYNC_ON_FAILURE=continue), its changes "
+		                "recorded to catch up when it is back; last reason: {}",
+		                ms_since(outage_start_), why));
+		return;
+	}
+	failure_ = rpmem::error(
+	    ECONNRESET,
+	    fmt::format("{}:{}: the replica has been away for {:.0f} ms, longer than "
+	                "RPMEM_RECONNECT_TIMEOUT, and RPMEM_ASYNC_ON_FAILURE=fail: {}",
+	                cfg_.place.target, cfg_.place.descriptor, ms_since(outage_start_), why));
+	set_state(state::failed, why);
+}
+
+void remote_writer::install(std::unique_ptr<client::remote_pool> rp)
+{
+	{
+		std::lock_guard g(sink_->mu);
+		std::lock_guard l(mu_);
+		std::lock_guard r(rp_mu_);
+		earlier_ += rp_->report().stats;
+		std::swap(rp_, rp);
+		epoch_.fetch_add(1);
+	}
+	rp.reset(); // the old session, abandoned already: ends at once
+}
+
+/** The replica as a catch-up's destination: marked as not whole while blocks move (they come
+ *  from the master's memory in no order of the persists), the mark cleared by the last round,
+ *  which the replicator waits for; "possibly behind" stays until a clean close. */
+class remote_writer::catch_up_target final : public client::sync_destination
+{
+public:
+	explicit catch_up_target(remote_writer &w) : w_(w) {}
+	void mark() override { set(true); }
+	void move(std::uint64_t offset, std::uint64_t length) override
+	{
+		w_.rp_->persist(offset, length, 0, 0);
+	}
+	void clear() override { set(false); }
+
+private:
+	void set(bool rebuilding)
+	{
+		control::pool_attr a;
+		{
+			std::lock_guard l(w_.mu_);
+			a = w_.attr_;
+		}
+		if (!w_.cfg_.marked || a.is_zero())
+			return; // no header to mark
+		const auto wire =
+		    pmdk::with_rebuilding_mark(pmdk::with_behind_mark(a, true), rebuilding);
+		w_.rp_->set_attr(&wire);
+	}
+	remote_writer &w_;
+};
+
+bool remote_writer::catch_up()
+{
+	const auto start = clock_type::now();
+	{
+		std::lock_guard l(mu_);
+		set_state(state::catching_up, fmt::format("{} bytes to go", dirty_.bytes()));
+	}
+	catch_up_target replica(*this);
+	client::fresh_blocks dest(replica, dirty_);
+	// Every block a round took, once: what changed from the loss until the replica is back.
+	client::dirty_map changed(dirty_.pool_size(), dirty_.block());
+	std::vector<client::byte_span> taken;
+	std::uint64_t previous = 0;
+	int round = 0;
+	clock_type::time_point held_from{};
+	std::unique_lock held(sink_->mu, std::defer_lock); // the last round holds the replicator
+	try {
+		client::apply_sync_rounds(
+		    dest,
+		    [&]() -> std::vector<client::byte_span> {
+			    if (held.owns_lock())
+				    return {};
+			    {
+				    std::lock_guard l(mu_);
+				    if (stop_)
+					    throw rpmem::error(ECANCELED, "the pool is closing");
+			    }
+			    taken = dirty_.take();
+			    std::uint64_t bytes = 0;
+			    for (const auto &r : taken)
+				    bytes += r.size();
+			    if (client::last_catch_up_round(bytes, previous, ++round,
+			                                    cfg_.catch_up_hold_bytes)) {
+				    // The replicator waits from here: nothing is recorded
+				    // meanwhile, and the persists it sends after go to a replica
+				    // that holds every block they do not cover as the master had it
+				    // then.
+				    held.lock();
+				    held_from = clock_type::now();
+				    dest.skipping = false;
+				    auto rest = dirty_.take();
+				    taken.insert(taken.end(), rest.begin(), rest.end());
+				    for (const auto &r : rest)
+					    bytes += r.size();
+			    }
+			    previous = bytes;
+			    changed.mark(taken);
+			    moving_.store(bytes, std::memory_order_relaxed);
+			    return taken;
+		    },
+		    // Cleared (and the attributes set while it was away given) even when
+		    // nothing moved.
+		    {.other_writes = true});
+	} catch (const rpmem::error &e) {
+		dirty_.mark(taken); // may not have landed
+		moving_.store(0, std::memory_order_relaxed);
+		std::lock_guard l(mu_);
+		rp_->abandon();
+		outage_start_ = clock_type::now();
+		cause_ = e.message();
+		const auto why = held.owns_lock()
+		                     ? fmt::format("catching up failed in its last round, the "
+		                                   "replicator held for {:.1f} ms: {}",
+		                                   ms_since(held_from), e.message())
+		                     : fmt::format("catching up failed: {}", e.message());
+		// Away before the replicator goes on: it records from now on.
+		set_state(cfg_.keep_going ? state::lost : state::reconnecting, why);
+		return false;
+	}
+	moving_.store(0, std::memory_order_relaxed);
+	std::lock_guard l(mu_);
+	outage_start_ = {};
+	set_state(state::in_sync,
+	          fmt::format("caught up: {} bytes moved in {} round(s), {:.0f} ms, the replicator "
+	                      "held for the last {:.1f} ms ({} bytes of blocks changed since it "
+	                      "was lost; {} bytes written again meanwhile went in a later round "
+	                      "only)",
+	                      dest.moved, round, ms_since(start), ms_since(held_from),
+	                      changed.bytes(), dest.skipped));
+	return true;
+}
+
+void remote_writer::heal_loop()
+{
+	auto delay = cfg_.reconnect_delay;
+	std::unique_lock l(mu_);
+	// As librpmem's synchronous healer (client/resilient_heal.cpp): it works only inside the
+	// exit guard and sleeps outside it; woken while the process exits, it parks.
+	auto &guard = client::exit_guard::get();
+	if (!guard.enter())
+		return;
+	auto sleep = [&](auto &&wait) {
+		if (guard.sleep(wait))
+			return true;
+		cv_.wait(l, [&] { return stop_; });
+		return false;
+	};
+	while (!stop_) {
+		const state st = state_.load();
+		if (st == state::in_sync) {
+			delay = cfg_.reconnect_delay;
+			if (!sleep([&] { cv_.wait_for(l, idle_check); }))
+				return;
+			// An idle session whose rpmemd is gone (its keep-alive saw it): reconnect
+			// now, not at the next batch.
+			if (!stop_ && state_.load() == state::in_sync)
+				if (auto gone = rp_->lost()) {
+					l.unlock();
+					connection_failed(epoch_.load(), *gone);
+					l.lock();
+				}
+			continue;
+		}
+		if (st != state::reconnecting && st != state::lost) {
+			if (!sleep(
+			        [&] { cv_.wait(l, [&] { return stop_ || state_.load() != st; }); }))
+				return;
+			continue;
+		}
+		const auto deadline = outage_start_ + cfg_.reconnect_timeout;
+		if (st == state::reconnecting && clock_type::now() >= deadline) {
+			give_up(cause_);
+			continue;
+		}
+		const auto attr = attr_;
+		l.unlock();
+		std::string why;
+		auto rp =
+		    client::reopen(cfg_.place, 1, cfg_.marked ? &attr : nullptr, cfg_.marked, &why);
+		if (rp) {
+			install(std::move(rp));
+			if (catch_up())
+				delay = cfg_.reconnect_delay;
+			l.lock();
+			continue;
+		}
+		l.lock();
+		client::log(2,
+		            "asynchronous replication to {}:{}: reconnect attempt failed {:.0f} ms "
+		            "into the outage: {}; next in {} ms",
+		            cfg_.place.target, cfg_.place.descriptor, ms_since(outage_start_), why,
+		            delay.count());
+		cause_ = why;
+		auto wake = clock_type::now() + delay;
+		if (state_.load() == state::reconnecting)
+			wake = std::min(wake, deadline);
+		if (!sleep([&] { cv_.wait_until(l, wake, [&] { return stop_; }); }))
+			return;
+		delay = std::min(delay * 2, max_delay);
+	}
+	guard.leave();
+}
+
+} // namespace rpmem::async
