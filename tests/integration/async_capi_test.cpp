@@ -11,6 +11,7 @@
 #include "support/proc_state.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -615,6 +616,132 @@ TEST_CASE("async capi: rpmemd frozen (SIGSTOP) under stock libpmemobj: the write
 	REQUIRE(k != seq_setup::before_create);
 	CHECK(static_cast<std::uint64_t>(k) > at_stop + 2000);
 	CHECK(static_cast<std::uint64_t>(k) >= seq_setup::must_hold(st));
+}
+
+TEST_CASE("async capi: stock libpmemobj killed at random points of an outage and of the "
+          "catch-up: its replica is a whole transaction, or refused even with --force while "
+          "marked as being caught up, until rpmem sync",
+          "[capi][async][pmemobj][fault][outage][kill]")
+{
+	seq_setup s;
+	std::mt19937 rng(std::random_device{}());
+	// 16 in the suite (each a writer's start, a promote and a check); more with
+	// RPMEM_TEST_OUTAGE_KILLS=N.
+	int rounds = 16;
+	if (const char *n = std::getenv("RPMEM_TEST_OUTAGE_KILLS"))
+		rounds = std::max(1, std::atoi(n));
+	int in_outage = 0, in_catch_up = 0, after = 0;
+	const int first = static_cast<int>(rng() % 2);
+	for (int i = 0; i < rounds; ++i) {
+		auto w = s.start("continue", {"RPMEM_RECONNECT_DELAY=20"});
+		s.wait_committed(200 + rng() % 2000, *w);
+		REQUIRE(run_kill_rpmemd(env().node.dir().string()));
+		// Alternating (from a random first): killed within 100 ms of its rpmemd, before a
+		// new session can be had (ssh and rpmemd's start take longer), or at a random
+		// point after the catch-up began; where it landed is read from its log.
+		if ((i + first) % 2 == 0) {
+			std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 100));
+		} else {
+			const auto give_up =
+			    std::chrono::steady_clock::now() + std::chrono::seconds(60);
+			while (s.writer_errors().find("replica catching_up") == std::string::npos &&
+			       std::chrono::steady_clock::now() < give_up)
+				std::this_thread::sleep_for(std::chrono::microseconds(200));
+			std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20000));
+		}
+		w->kill(SIGKILL);
+		REQUIRE(w->wait(std::chrono::seconds(30)));
+		const auto said = s.writer_errors();
+		const bool caught_up = said.find("replica in_sync (caught up") != std::string::npos;
+		const bool catching = said.find("replica catching_up") != std::string::npos;
+		(caught_up ? after : catching ? in_catch_up : in_outage)++;
+		const auto st = s.state();
+		std::string report;
+		const long long k = s.replica_state(report);
+		INFO("kill " << i
+		             << (caught_up  ? " after the catch-up"
+		                 : catching ? " during the catch-up"
+		                            : " during the outage")
+		             << "; committed " << st.committed << "; the writer's stderr:\n"
+		             << said << "\n"
+		             << report);
+		if (k != -1) {
+			// A whole transaction, none the writer did not commit.
+			if (k != seq_setup::before_create)
+				CHECK(static_cast<std::uint64_t>(k) <= st.committed);
+			continue;
+		}
+		// Refused only while marked as being caught up, and only a sync ends that.
+		REQUIRE(catching);
+		CHECK_FALSE(caught_up);
+		CHECK(report.find("was being caught up from its master") != std::string::npos);
+		auto synced = s.on_master(RPMEM_BINARY_DIR "/bin/rpmem sync");
+		INFO("rpmem sync printed:\n" << synced.output);
+		REQUIRE(synced.status == 0);
+		std::string again;
+		const long long m = s.replica_state(again);
+		INFO(again);
+		CHECK(m != -1);
+	}
+	INFO(in_outage << " kills during the outage, " << in_catch_up << " during the catch-up, "
+	               << after << " after it");
+	if (rounds > 1) {
+		CHECK(in_outage > 0);
+		CHECK(in_catch_up + after > 0);
+	}
+}
+
+TEST_CASE("async capi: while a catch-up moves blocks the replica's header says it is not whole, "
+          "and once it is back in sync it does not",
+          "[capi][async][fault][outage]")
+{
+	auto &e = env();
+	constexpr std::size_t big = 64 << 20;
+	e.node.write_poolset("whole.set", {"64M"});
+	local_pool local(big);
+	auto attr = c_attr();
+	unsigned nlanes = 1;
+	RPMEMpool *rpp =
+	    rpmem_create(e.target().c_str(), "whole.set", local.data(), big, &nlanes, &attr);
+	INFO(rpmem_errormsg());
+	REQUIRE(rpp);
+	const auto part = e.node.part("whole.set");
+	const pid_t first = find_rpmemd(e.node.dir().string());
+	REQUIRE(first > 0);
+	REQUIRE(run_kill_rpmemd(e.node.dir().string()));
+	// Everything past the header changes while the replica is away: a catch-up of 60 MiB
+	// and more, long enough to be seen from here.
+	std::mt19937 rng(std::random_device{}());
+	for (std::size_t off = 4096; off < big; off += 1 << 20) {
+		const std::size_t n = std::min<std::size_t>(1 << 20, big - off);
+		std::memset(local.data() + off, static_cast<int>(rng() | 1), n);
+		REQUIRE(rpmem_persist(rpp, off, n, 0, 0) == 0);
+	}
+	std::atomic<bool> done{false}, seen{false};
+	std::thread watch([&] {
+		while (!done.load())
+			if (replica_incompat(part) & behind_bit)
+				seen.store(true);
+	});
+	bool back = false;
+	const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+	while (!back && std::chrono::steady_clock::now() < give_up) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(5));
+		const pid_t now = find_rpmemd(e.node.dir().string());
+		std::uint8_t b[64];
+		back = now > 0 && now != first && rpmem_read(rpp, b, 4096, sizeof b, 0) == 0;
+	}
+	done.store(true);
+	watch.join();
+	REQUIRE(back);
+	CHECK(seen.load());
+	CHECK((replica_incompat(part) & behind_bit) == 0);
+	CHECK((replica_compat(part) & behind_bit) != 0); // possibly behind until a clean close
+	REQUIRE(rpmem_close(rpp) == 0);
+	const auto got = replica_bytes(part, 4096, big - 4096);
+	CHECK(std::memcmp(got.data(), local.data() + 4096, got.size()) == 0);
+	CHECK((replica_compat(part) & behind_bit) == 0);
+	CHECK(rpmem_remove(e.target().c_str(), "whole.set", RPMEM_REMOVE_FORCE) == 0);
 }
 
 TEST_CASE("async capi: a replica its killed writer left marked is refused until rpmem sync or "
