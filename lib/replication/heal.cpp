@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// replicated_pool's healer (failure_policy::degrade, synchronous mode): a thread that reconnects
+// replicated_pool's healer (failure_policy::degrade, either mode): a thread that reconnects
 // every lost remote replica by itself, attempts spaced out (doubling up to 2 s), and catches it up
 // while the calls go on (impl::catch_up, resync.cpp). A replica lost at open, or one whose catch-up
 // found it re-created, is compared by block checksums first; one lost in session is caught up from
@@ -28,11 +28,10 @@ constexpr std::chrono::milliseconds max_delay{2000};
 
 void replicated_pool::impl::start_healer()
 {
-	// Asynchronous mode promises that a replica holds a prefix of the persists at every
-	// moment; a replica being caught up from the master's memory does not, so there bringing
-	// it back stays the application's call (resync()).
-	if (opts.on_failure != failure_policy::degrade || !opts.reconnect || remotes.empty() ||
-	    opts.replication == mode::asynchronous)
+	// Asynchronous mode too: a replica being caught up from the master's memory is no prefix
+	// of the persists, and its header says so while blocks move (catch_up marks it not
+	// whole); the last round holds the replicator, after which it is a prefix again.
+	if (opts.on_failure != failure_policy::degrade || !opts.reconnect || remotes.empty())
 		return;
 	client::exit_guard::install();
 	healer = std::thread([this] { heal_loop(); });

@@ -283,6 +283,11 @@ void open_remote(replicated_pool::impl &p, const header_check &check, remote_rep
 	if (a.is_zero())
 		throw rpmem::error(EINVAL, "the remote pool has no header (OPTION "
 		                           "NOHDRS?): it is not a replica of this pool");
+	if (pmdk::marked_rebuilding(a))
+		throw rpmem::error(ESTALE, "it was being caught up from the master when its "
+		                           "asynchronous writer stopped: its blocks come from "
+		                           "different moments, so it holds no consistent pool (its "
+		                           "pool header is marked so); resync it from the master");
 	check(pmdk::from_attr(a), "remote replica " + p.where(rr));
 	if (pmdk::marked_behind(a))
 		throw rpmem::error(ESTALE, "it may be behind the master: its writer could leave it "

@@ -154,8 +154,8 @@ unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::strin
 			                   "it holds another pool set (its pool set UUID "
 			                   "differs): remove it so resync can re-create it");
 		if (r.attr.is_zero())
-			r.attr = with_behind_mark(a, false);
-		*marked = pmdk::marked_behind(a);
+			r.attr = pmdk::with_rebuilding_mark(with_behind_mark(a, false), false);
+		*marked = pmdk::marked_behind(a) || pmdk::marked_rebuilding(a);
 		return lanes;
 	} catch (const rpmem::error &open_err) {
 		if (r.rp) {
@@ -299,12 +299,17 @@ void replicated_pool::impl::catch_up(remote_replica &r, const progress_fn &progr
 	}
 	const unsigned lanes = reconnect(*this, r, what, &created, &marked);
 	mark_lacking(*this, r, what, created);
-	const auto copying = with_behind_mark(r.attr, true);
-	const auto done = with_behind_mark(r.attr, may_fall_behind());
+	// Written asynchronously, the replica is a prefix of the persists outside a catch-up; in
+	// one it holds blocks from different moments, and its header says it is not whole.
+	const bool async = opts.replication == mode::asynchronous;
+	const auto copying = pmdk::with_rebuilding_mark(with_behind_mark(r.attr, true), async);
+	const auto done =
+	    pmdk::with_rebuilding_mark(with_behind_mark(r.attr, may_fall_behind()), false);
 	client::replica_destination dest(*r.rp, &copying, &done);
 	catch_up_rounds rounds(*this, r);
 	try {
-		client::apply_sync_rounds(dest, std::ref(rounds), {.found_marked = marked},
+		client::apply_sync_rounds(dest, std::ref(rounds),
+		                          {.found_marked = marked && !async},
 		                          [&](std::uint64_t n, std::uint64_t total) {
 			                          if (progress)
 				                          progress(n, total);

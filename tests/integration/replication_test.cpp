@@ -1452,15 +1452,18 @@ bool wait_state(const replicated_pool &p, std::size_t i, const std::string &stat
 
 } // namespace
 
-TEST_CASE("replicated_pool, synchronous, degrade: a lost replica is reconnected and caught up by "
-          "itself while "
-          "four threads persist, the other in service throughout",
+TEST_CASE("replicated_pool, degrade, either mode: a lost replica is reconnected and caught up by "
+          "itself while four threads persist, the other in service throughout",
           "[replication][fault][outage]")
 {
+	const bool async = GENERATE(false, true);
+	INFO((async ? "asynchronous" : "synchronous"));
 	sshd server;
 	replicated_setup s(server, 2, {"8M"}, false, "8M");
 	replicated_pool::options o;
 	o.on_failure = replicated_pool::failure_policy::degrade;
+	if (async)
+		o.replication = replicated_pool::mode::asynchronous;
 	auto p = replicated_pool::create(s.path(), s.options(o));
 	{
 		writers w(p, 4);
