@@ -52,9 +52,10 @@ struct settings {
 	bool async = false;
 	std::size_t async_max_lag_bytes = 64u << 20;        // RPMEM_ASYNC_MAX_LAG_BYTES
 	std::chrono::milliseconds async_max_lag_time{1000}; // RPMEM_ASYNC_MAX_LAG_MS
-	// RPMEM_ASYNC_ON_FAILURE=continue: a lost replica is logged and left behind (close fails);
-	// fail (the default): every call after the loss fails.
-	bool async_keep_going = false;
+	// RPMEM_ASYNC_ON_FAILURE, once a replica stayed away RPMEM_RECONNECT_TIMEOUT: continue
+	// (the default, as RPMEM_ON_OUTAGE): the calls go on, the replica is lost and caught up
+	// when it is back; fail: every call from then on fails.
+	bool async_keep_going = true;
 	// PMDK's variables that are set but mean nothing here, each with why
 	// (RPMEM_WORK_QUEUE_SIZE: PMDK's transmit queue depth per lane): process_settings() logs
 	// them once (warning).

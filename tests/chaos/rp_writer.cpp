@@ -9,9 +9,9 @@
 //       Each thread appends records (tests/chaos/history.hpp), persisting each and its
 //       counter, or flushing both and draining; after each it publishes the record in
 //       HISTORY: acked (synchronous: on every replica in sync; asynchronous: on the master).
-//       Asynchronous: a barrier every 250 ms publishes what it covered (replicated), and a
-//       lost replica is brought back by resync() (that mode does not reconnect by itself). Every
-//       20 ms the writer publishes its replicas' states. Stops when stdin ends: closes the
+//       Asynchronous: a barrier every 250 ms publishes what it covered (replicated). A lost
+//       replica is brought back by the pool itself, in either mode. Every 20 ms the writer
+//       publishes its replicas' states. Stops when stdin ends: closes the
 //       pool, prints "closed", exits 0 ("close-error MESSAGE", exit 4, if close failed).
 //       "error MESSAGE" and exit 3 when a call failed (degrade: none should).
 //   chaos_rp_writer probe POOLSET
@@ -166,28 +166,6 @@ void monitor(replicated_pool &p, history &h, bool async)
 	}
 }
 
-/** Asynchronous mode: the pool reconnects no lost replica by itself (a replica being caught up
- *  is no prefix of the persists), the application calls resync(): this one does, for each lost
- *  replica, 200 ms after it saw it lost and again after each failed attempt. */
-void resyncer(replicated_pool &p)
-{
-	while (!stop.load()) {
-		for (const auto &r : p.replicas()) {
-			if (stop.load() || !r.remote || r.state != "lost")
-				continue;
-			try {
-				p.resync(r.index);
-				std::fprintf(stderr, "chaos_rp_writer: replica %zu resynced\n",
-				             r.index);
-			} catch (const rpmem::error &e) {
-				std::fprintf(stderr, "chaos_rp_writer: resync of replica %zu: %s\n",
-				             r.index, e.what());
-			}
-		}
-		std::this_thread::sleep_for(std::chrono::milliseconds(200));
-	}
-}
-
 int probe(const std::string &poolset)
 {
 	try {
@@ -262,9 +240,6 @@ int run(bool create, const std::string &poolset, const std::string &hpath, unsig
 	for (unsigned t = 0; t < threads; ++t)
 		ts.emplace_back(writer_thread, std::ref(*p), std::ref(*h), t, first[t], pace);
 	std::thread mon(monitor, std::ref(*p), std::ref(*h), async);
-	std::thread heal;
-	if (async)
-		heal = std::thread(resyncer, std::ref(*p));
 	char c;
 	while (read(0, &c, 1) > 0) {
 	}
@@ -272,8 +247,6 @@ int run(bool create, const std::string &poolset, const std::string &hpath, unsig
 	for (auto &t : ts)
 		t.join();
 	mon.join();
-	if (heal.joinable())
-		heal.join();
 	h->phase.store(static_cast<std::uint64_t>(life::closing));
 	try {
 		timed_call tc(*h, threads, call::close);

@@ -365,6 +365,10 @@ void chaos_run::task_promote(std::size_t wi, int host)
 		} else {
 			outcome(fault::promote, "promoted replica behind: not consistent");
 		}
+	} else if (f.output.find("was being caught up from its master") != std::string::npos) {
+		// An asynchronous writer killed mid-catch-up: no consistent pool, and promote
+		// says so even with --force (librpmem(7), "Asynchronous replication").
+		outcome(fault::promote, "refused even with --force: being caught up");
 	} else {
 		outcome(fault::promote, "--force failed: " + f.describe());
 	}

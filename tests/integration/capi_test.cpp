@@ -375,7 +375,7 @@ TEST_CASE("capi: a persist that fails for the lost replica returns with the metr
 	std::vector<std::string> vars{"RPMEM_LOG_LEVEL=1", "RPMEM_STATS_INTERVAL=60000",
 	                              "RPMEM_ON_OUTAGE=fail", "RPMEM_RECONNECT_TIMEOUT=0"};
 	if (mode == "async")
-		vars.push_back("RPMEM_REPLICATION=async");
+		vars.insert(vars.end(), {"RPMEM_REPLICATION=async", "RPMEM_ASYNC_ON_FAILURE=fail"});
 	auto r = hold_through_rpmemd_kill(env, "failing-" + mode + ".set", vars, "hold-fail");
 	INFO("the program's stderr:\n" << r.errors);
 	REQUIRE(r.persisted.rfind("persist ", 0) == 0);

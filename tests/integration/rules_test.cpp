@@ -59,7 +59,10 @@ struct two_writers {
 		// Ended by libpmemobj when its replica is lost (the fail policy, below).
 		auto async_env = ended_by_libpmemobj_env(reports());
 		async_env.insert(async_env.end(),
-		                 {"RPMEM_REPLICATION=async", "RPMEM_STATS_INTERVAL=100"});
+		                 {"RPMEM_REPLICATION=async", "RPMEM_STATS_INTERVAL=100",
+		                  // Its pool fails when its replica is lost (below), as
+		                  // PMDK's would: no reconnect time.
+		                  "RPMEM_ASYNC_ON_FAILURE=fail", "RPMEM_RECONNECT_TIMEOUT=0"});
 		async_writer = async.start(async_env);
 		// libpmemobj persists by flush and drain under asynchronous replication: bytes.
 		for (const auto *l : {&sync, &async})
@@ -261,8 +264,8 @@ TEST_CASE("prometheus rules: promtool test rules on series from a real writer's 
 		    return state_is("connected")(s);
 	    },
 	    d / "back.prom");
-	// The asynchronous writer's replica lost: under RPMEM_ASYNC_ON_FAILURE=fail (the
-	// default) its pool fails, the file says so at once, and libpmemobj ends the writer.
+	// The asynchronous writer's replica lost: under RPMEM_ASYNC_ON_FAILURE=fail and no
+	// reconnect time its pool fails, the file says so at once, and libpmemobj ends the writer.
 	REQUIRE(run_kill_rpmemd(w.node_async.dir().string()));
 	w.wait_for(w.async.metrics_file(), "the pool failed", state_is("failed"),
 	           d / "failed.prom");

@@ -601,7 +601,7 @@ TEST_CASE("rpmem sync --from rebuilds the master from a replica, moving only wha
 	CHECK(refused.status != 0); // libpmemobj: unknown incompat feature
 	auto no_sync = s.rpmem("sync " + set);
 	CHECK(no_sync.status == 1);
-	CHECK(has(no_sync, "an interrupted rebuild from a replica"));
+	CHECK(has(no_sync, "being rebuilt from a replica"));
 	CHECK(has(no_sync, "rpmem sync --from R"));
 
 	auto rebuilt = s.rpmem("sync --from 1 --progress none " + set);
@@ -686,6 +686,44 @@ TEST_CASE("rpmem promote refuses a replica with a damaged header and writes noth
 	CHECK(has(p, "invalid pool header checksum"));
 	CHECK(has(p, "pmempool sync"));
 	CHECK(slurp(s.remote_part()).substr(0, 4096) == before);
+}
+
+TEST_CASE("rpmem promote refuses a replica marked as being caught up even with --force, check "
+          "names it, and rpmem sync makes it whole",
+          "[tool][promote][check]")
+{
+	sshd server;
+	setup s(server);
+	require_status(s.obj("create", s.poolset()), 0, "06-pmemobj-replica create");
+	// As an asynchronous writer that died mid-catch-up leaves it (remote_writer_heal.cpp):
+	// the "not whole" bit in its header, sealed.
+	{
+		std::fstream f(s.remote_part(), std::ios::in | std::ios::out | std::ios::binary);
+		rpmem::pmdk::pool_hdr hdr{};
+		f.read(reinterpret_cast<char *>(&hdr), sizeof hdr);
+		REQUIRE(f);
+		rpmem::pmdk::set_rebuilding_mark(hdr, true);
+		rpmem::pmdk::seal(hdr);
+		f.seekp(0);
+		f.write(reinterpret_cast<const char *>(&hdr), sizeof hdr);
+		REQUIRE(f);
+	}
+	const fs::path replica_set = s.node().dir() / "remote.set";
+	const std::string before = slurp(s.remote_part()).substr(0, 4096);
+	auto forced = s.rpmem("promote --force " + replica_set.string());
+	require_status(forced, 1, "rpmem promote --force of a replica being caught up");
+	CHECK(has(forced, "was being caught up from its master"));
+	CHECK(has(forced, "rpmem sync"));
+	CHECK(slurp(s.remote_part()).substr(0, 4096) == before); // nothing written
+	auto found = s.rpmem("check " + s.poolset().string());
+	INFO("rpmem check printed:\n" << found.output);
+	CHECK(found.status != 0);
+	CHECK(has(found, "marked as being caught up from the master"));
+	require_status(s.rpmem("sync " + s.poolset().string()), 0, "rpmem sync");
+	auto whole = s.rpmem("check " + s.poolset().string());
+	require_status(whole, 0, "rpmem check after the sync");
+	auto obj = s.obj("verify", s.poolset());
+	require_status(obj, 0, "06-pmemobj-replica verify after the sync");
 }
 
 TEST_CASE("rpmem check: a whole set is consistent, damaged part headers and mislinked, behind or "
