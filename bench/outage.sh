@@ -16,6 +16,8 @@
 #                                        and the median transaction before the outage and
 #                                        during the catch-up (bench/tx_sampler.py)
 #
+# REPLICATION=async runs the writer with RPMEM_REPLICATION=async (its calls not held by the
+# outage; the catch-up's last round holds its sending thread instead).
 # RESIDENT=N runs rpmemd with --resident=N (sessions handed to a spare that loaded libfabric
 # ahead; rpmemd(1)); the process killed is then the session's (rpmemd-session).
 # Uses the build in ${BUILD_DIR:-build} as it is (scripts/build.sh first). Prints one line per
@@ -44,6 +46,7 @@ export RPMEM_CMD="PMEM_IS_PMEM_FORCE=1 $build/bin/rpmemd --poolset-dir=$replica 
 export LD_LIBRARY_PATH=$build/lib PMEM_IS_PMEM_FORCE=1 RPMEM_PROVIDER=${RPMEM_PROVIDER:-tcp}
 export RPMEM_LOG_LEVEL=1 RPMEM_TIMEOUT=${RPMEM_TIMEOUT:-2000}
 [ "$mode" = catchup ] && export RPMEM_RECONNECT_TIMEOUT=1000
+[ -z "${REPLICATION:-}" ] || export RPMEM_REPLICATION=$REPLICATION
 
 # Committed transactions so far, all threads (the history file: 16 u64 counters first).
 committed() {
@@ -92,7 +95,7 @@ catchup)
   for _ in $(seq 600); do grep -q 'caught up' "$out" && break; sleep 0.1; done
   wait "$sampler" && cat "$work/catchup.txt"
   grep -o 'replica catching_up ([0-9]* bytes to go)' "$out" | tail -1
-  grep -o 'caught up: [0-9]* bytes moved in [0-9]* round(s), [0-9]* ms, the calls held for the last [0-9.]* ms ([0-9]* bytes of blocks changed[^)]*)' "$out" | tail -1
+  grep -o 'caught up: [0-9]* bytes moved in [0-9]* round(s), [0-9]* ms, the [a-z]* held for the last [0-9.]* ms ([0-9]* bytes of blocks changed[^)]*)' "$out" | tail -1
   echo "transactions/s after: $(rate 5)"
   ;;
 *) echo "$0: reconnect or catchup" >&2; exit 2 ;;

@@ -77,7 +77,8 @@ void remote_writer::one_replica::send(const std::vector<piece> &batch, const sta
 remote_writer::remote_writer(std::unique_ptr<client::remote_pool> rp, const std::byte *pool,
                              std::size_t size, const control::pool_attr &attr, const config &c)
     : rp_(std::move(rp)), sink_(std::make_unique<one_replica>(*this)), pool_(pool), size_(size),
-      attr_(attr), cfg_(c), dirty_(size, client::dirty_map::block_for(size))
+      headers_(rp_->has_headers()), attr_(attr), cfg_(c),
+      dirty_(size, client::dirty_map::block_for(size))
 {
 	// The sink records what it cannot send, and the policy decides once the outage lasted:
 	// no batch failure reaches the calls through the pipeline.
@@ -103,7 +104,7 @@ remote_writer::~remote_writer()
 
 client::pool_calls::shape remote_writer::contract() const
 {
-	return {size_, cfg_.nlanes, rp_->has_headers()};
+	return {size_, cfg_.nlanes, headers_};
 }
 
 client::pool_report remote_writer::report() const

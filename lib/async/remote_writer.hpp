@@ -119,6 +119,7 @@ private:
 	std::unique_ptr<one_replica> sink_;
 	const std::byte *pool_; // the application's memory: range offsets index it
 	std::size_t size_;
+	bool headers_;            // every session's: read once, as every call checks against it
 	control::pool_attr attr_; // as the application set it (the marks added on the wire)
 	config cfg_;
 	std::unique_ptr<pipeline> pipe_;

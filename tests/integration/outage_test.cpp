@@ -179,6 +179,41 @@ TEST_CASE("outage, continue: the link down longer than the reconnect timeout, th
 	s.check_replica();
 }
 
+TEST_CASE("outage, asynchronous: the link down longer than the reconnect timeout, the writer goes "
+          "on, the replica catches up online and holds every record after a clean close",
+          "[outage][capi][pmemobj][netns][async]")
+{
+	split_hosts hosts;
+	auto &net = hosts.net;
+	auto &node = hosts.node;
+	log_setup s(*hosts.server, node, net.client_ns());
+	auto w = s.start({"RPMEM_REPLICATION=async", "RPMEM_RECONNECT_TIMEOUT=1000",
+	                  "RPMEM_STATS_INTERVAL=100"});
+	s.wait_total(2000, *w);
+	net.set_link(false);
+	// Lost after the timeout (RPMEM_ASYNC_ON_FAILURE=continue, the default): the writer goes
+	// on, its calls not even held.
+	const auto cut = s.total();
+	s.wait_total(cut + 6000, *w);
+	{
+		INFO("the writer's stderr:\n" << s.errors());
+		CHECK(s.errors().find("replica lost") != std::string::npos);
+	}
+	net.set_link(true);
+	const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+	while (s.errors().find("replica in_sync (caught up") == std::string::npos &&
+	       std::chrono::steady_clock::now() < give_up)
+		std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	const auto caught = s.total();
+	s.wait_total(caught + 2000, *w);
+	INFO("the writer's stderr:\n" << s.errors() << "\nmetrics:\n" << s.metrics());
+	CHECK(s.errors().find("asynchronous replication to") != std::string::npos);
+	CHECK(s.errors().find("replica catching_up") != std::string::npos);
+	CHECK(s.errors().find("replica in_sync (caught up") != std::string::npos);
+	s.finish(*w);
+	s.check_replica();
+}
+
 TEST_CASE("outage, continue: the writer killed at random points of an outage and of the catch-up "
           "leaves its replica marked and refused until rpmem sync, which restores every record",
           "[outage][capi][pmemobj][netns][kill]")
