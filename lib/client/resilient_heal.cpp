@@ -12,6 +12,7 @@
 #include "client/log.hpp"
 #include "client/reopen.hpp"
 #include "client/replica_sync.hpp"
+#include "client/windowed_moves.hpp"
 #include "pmdk/pool_header.hpp"
 #include "rpmem/error.hpp"
 
@@ -96,48 +97,6 @@ void resilient_pool::push(const std::vector<byte_span> &ranges)
 	for (const auto &r : ranges)
 		dest.move(r.begin, r.size());
 }
-
-namespace
-{
-
-/** Moves at most this much at a time while the calls go on: a persist waits on lane 0, or is
- *  recorded for a later round, for at most one such move. 1 MiB resent more (blocks hit in
- *  flight); 64 and 128 KiB made catch-ups slower (docs/lab/performance-records.md). */
-constexpr std::uint64_t window_bytes = 256u << 10;
-
-/** A catch-up's moves, each announced to the window (catch_up_window.hpp) while in flight and
- *  made on lane 0 in turns with the application's calls on it (lane_turns). */
-class windowed_moves final : public sync_destination
-{
-public:
-	windowed_moves(sync_destination &to, catch_up_window &window, lane_turns &lane0)
-	    : to_(to), window_(window), lane0_(lane0)
-	{
-	}
-	void mark() override { to_.mark(); }
-	void clear() override { to_.clear(); }
-	void move(std::uint64_t offset, std::uint64_t length) override
-	{
-		for (std::uint64_t off = offset, end = offset + length; off < end;) {
-			const std::uint64_t n = std::min(window_bytes, end - off);
-			window_.moving(off, n);
-			struct moved {
-				catch_up_window &w;
-				~moved() { w.moved(); }
-			} done{window_};
-			const auto turn = lane0_.take();
-			to_.move(off, n);
-			off += n;
-		}
-	}
-
-private:
-	sync_destination &to_;
-	catch_up_window &window_;
-	lane_turns &lane0_;
-};
-
-} // namespace
 
 bool resilient_pool::catch_up()
 {
