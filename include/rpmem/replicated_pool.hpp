@@ -30,9 +30,12 @@
 //
 // Failures: by default a lost replica fails the call (rpmem::error) and every later one until
 // resync(); with failure_policy::degrade the pool keeps going on the remaining replicas,
-// reports the lost one (on_replica_lost, replicas()), records what it misses and, in synchronous
-// mode, reconnects it by itself and catches it up while the calls go on (options::reconnect;
-// resync() does the same on request, in either mode). Under degrade every remote replica is marked
+// reports the lost one (on_replica_lost, replicas()), records what it misses, reconnects it by
+// itself and catches it up while the calls go on (options::reconnect; resync() does the same on
+// request), in either mode: synchronous persists go to it directly meanwhile; an asynchronous
+// replica, which is no prefix of the persists while blocks move, is marked "not whole" (an
+// incompat bit: open() and `rpmem promote`, even with --force, refuse it) until the catch-up's
+// last round, which holds the replicator. Under degrade every remote replica is marked
 // "possibly behind" from open until a clean close, as in asynchronous mode: a replica left behind
 // is never taken as current. A replica unreachable when open() goes on without it cannot be
 // marked on its host, so the master keeps the fact: open() lists it, durably and before it

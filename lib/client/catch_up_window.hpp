@@ -14,6 +14,7 @@
 
 #include "client/dirty_map.hpp"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -123,6 +124,15 @@ private:
 	std::mutex mu_;
 	std::condition_variable cv_;
 	std::uint64_t next_ = 0, serving_ = 0;
+};
+
+/** What a replica being caught up while the persists go to it directly needs: the window, lane
+ *  0's turns, and the bytes that went (for the catch-up's log line). */
+struct catch_up_forwarding {
+	explicit catch_up_forwarding(const dirty_map &dirty) : window(dirty) {}
+	catch_up_window window;
+	lane_turns lane0;
+	std::atomic<std::uint64_t> bytes{0};
 };
 
 } // namespace rpmem::client

@@ -7,6 +7,8 @@
 
 #include "client/control_session.hpp"
 
+#include <optional>
+
 namespace rpmem
 {
 
@@ -157,6 +159,34 @@ void replicated_pool::impl::clear_behind_marks()
 	notify_lost();
 }
 
+const std::vector<char> *replicated_pool::impl::forward(range r, unsigned lane)
+{
+	if (forwarding_count.load(std::memory_order_acquire) == 0)
+		return nullptr;
+	thread_local std::vector<char> sent;
+	sent.assign(remotes.size(), 0);
+	bool any = false;
+	for (std::size_t i = 0; i < remotes.size(); ++i) {
+		auto &x = remotes[i];
+		if (!x.forwarding || !x.forwarding->window.may_forward(r.offset, r.length))
+			continue;
+		std::optional<client::lane_turns::turn> turn;
+		if (lane == 0) // the catch-up's moves take lane 0 in turns with the calls
+			turn.emplace(x.forwarding->lane0.take());
+		try {
+			// Waited for, as in sync: sent without waiting it could land after a later
+			// persist of the same bytes that another thread made on another lane.
+			x.rp->persist(r.offset, r.length, lane, 0);
+		} catch (const std::exception &) {
+			continue; // recorded: the catch-up meets the same failure
+		}
+		x.forwarding->bytes.fetch_add(r.length, std::memory_order_relaxed);
+		sent[i] = 1;
+		any = true;
+	}
+	return any ? &sent : nullptr;
+}
+
 // ---------------------------------------------------------------------------------------------
 // synchronous mode
 
@@ -176,7 +206,8 @@ public:
 	{
 		// The replicas still in sync get the range even when the call is going to fail
 		// because one is lost: then resync() of the lost one is all it takes to be whole.
-		// A lost one gets it in its dirty map (also when this very call lost it).
+		// A lost one gets it in its dirty map (also when this very call lost it), unless
+		// it is being caught up and the range went to it directly.
 		d_.with_lane([&](unsigned lane) {
 			d_.remote_all(
 			    "replicated_pool::persist",
@@ -184,7 +215,7 @@ public:
 				    x.rp->persist_post(r.offset, r.length, lane);
 			    },
 			    [&](remote_replica &x) { x.rp->complete(lane); },
-			    [&] { d_.track_lost(r); });
+			    [&] { d_.track_lost(r, d_.forward(r, lane)); });
 			d_.check_not_lost("replicated_pool::persist");
 		});
 	}

@@ -11,6 +11,7 @@
 
 #include "async/pipeline.hpp"
 #include "async/remote_writer.hpp"
+#include "client/catch_up_window.hpp"
 #include "client/dirty_map.hpp"
 #include "client/remote_pool.hpp"
 #include "client/stats_export.hpp"
@@ -97,6 +98,10 @@ struct remote_replica {
 	// (which marks its header before the first byte moves).
 	bool unmarked = false;
 	std::uint64_t moving = 0; // bytes of the catch-up's round in flight (state_mu)
+	// While a catch-up moves its blocks in synchronous mode: the persists go to it directly
+	// when the window lets them. Set and cleared with remote_mu held exclusively, so a call
+	// (which holds it shared) sees it and the session it goes with, or neither.
+	std::unique_ptr<client::catch_up_forwarding> forwarding;
 	/** What it lacks: what changed while it was lost, and the round being moved. */
 	std::uint64_t bytes_to_go() const { return (dirty ? dirty->bytes() : 0) + moving; }
 };
@@ -258,16 +263,22 @@ struct replicated_pool::impl {
 	// misses (track_lost); a thread reconnects lost replicas and catches them up while the
 	// calls go on (heal.cpp).
 	std::atomic<int> lost_count{0}; // remotes lost now: track_lost costs nothing at 0
-	/** Records `r` in every lost replica's dirty map (remote_mu held, shared or not). */
-	void track_lost(range r) noexcept
+	/** Records `r` in every lost replica's dirty map (remote_mu held, shared or not), but
+	 *  those `sent` says got it (forward()). */
+	void track_lost(range r, const std::vector<char> *sent = nullptr) noexcept
 	{
 		if (lost_count.load(std::memory_order_acquire) == 0)
 			return;
 		std::lock_guard g(state_mu);
-		for (auto &x : remotes)
-			if (x.lost && x.dirty)
-				x.dirty->mark(r.offset, r.length);
+		for (std::size_t i = 0; i < remotes.size(); ++i)
+			if (remotes[i].lost && remotes[i].dirty && !(sent && (*sent)[i]))
+				remotes[i].dirty->mark(r.offset, r.length);
 	}
+	/** Synchronous mode: a persist of `r` on `lane` (remote_mu held shared) goes to each
+	 *  replica being caught up whose window lets it, as librpmem's does
+	 *  (client/catch_up_window.hpp). Which ones got it, or nullptr when none did. */
+	const std::vector<char> *forward(range r, unsigned lane);
+	std::atomic<int> forwarding_count{0}; // replicas with `forwarding` set
 	/** A flush() not yet drained, per lane: a replica lost before the drain gets these in
 	 *  its dirty map (under the lane's mutex). */
 	std::unique_ptr<std::vector<range>[]> lane_flushed {

@@ -7,6 +7,7 @@
 
 #include "client/log.hpp"
 #include "client/replica_sync.hpp"
+#include "client/windowed_moves.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -262,6 +263,8 @@ public:
 	}
 	/** The calls may go on again. */
 	void release() { held_.unlock(); }
+	/** Whether the last round holds the calls. */
+	bool holding() const { return held_.owns_lock(); }
 	int rounds() const { return rounds_; }
 	std::uint64_t moved() const { return moved_; }
 
@@ -287,6 +290,57 @@ private:
 	std::uint64_t moved_ = 0, previous_ = 0;
 };
 
+/** Synchronous mode's mover: the persists go to the replica directly from its first move on
+ *  (it is marked by then, or was found marked), so that a block moved stays current and moves
+ *  once, as librpmem's catch-up does (client/windowed_moves.hpp); each move is announced to
+ *  the window and takes lane 0 in turns with the calls. A round that holds the calls has
+ *  nothing to forward, and arms nothing. */
+class forwarding_moves final : public client::sync_destination
+{
+public:
+	forwarding_moves(replicated_pool::impl &d, remote_replica &r, client::sync_destination &to,
+	                 const catch_up_rounds &rounds)
+	    : d_(d), r_(r), to_(to), rounds_(rounds)
+	{
+	}
+	void mark() override { to_.mark(); }
+	void clear() override { to_.clear(); }
+	void move(std::uint64_t offset, std::uint64_t length) override
+	{
+		if (!r_.forwarding && !rounds_.holding()) {
+			std::unique_lock g(d_.remote_mu); // no call in flight sees half of it
+			r_.forwarding = std::make_unique<client::catch_up_forwarding>(*r_.dirty);
+			d_.forwarding_count.fetch_add(1, std::memory_order_release);
+		}
+		if (!r_.forwarding) {
+			to_.move(offset, length);
+			return;
+		}
+		client::windowed_moves(to_, r_.forwarding->window, r_.forwarding->lane0)
+		    .move(offset, length);
+	}
+	/** Ends the forwarding, remote_mu held exclusively (by the last round, or here when
+	 *  the catch-up failed before it); the bytes that went to the replica directly. */
+	std::uint64_t disarm()
+	{
+		if (!r_.forwarding)
+			return 0;
+		std::unique_lock<replication::writer_first_mutex> g(d_.remote_mu, std::defer_lock);
+		if (!rounds_.holding())
+			g.lock();
+		const auto bytes = r_.forwarding->bytes.load();
+		r_.forwarding.reset();
+		d_.forwarding_count.fetch_sub(1, std::memory_order_release);
+		return bytes;
+	}
+
+private:
+	replicated_pool::impl &d_;
+	remote_replica &r_;
+	client::sync_destination &to_;
+	const catch_up_rounds &rounds_;
+};
+
 } // namespace
 
 void replicated_pool::impl::catch_up(remote_replica &r, const progress_fn &progress)
@@ -307,21 +361,27 @@ void replicated_pool::impl::catch_up(remote_replica &r, const progress_fn &progr
 	    pmdk::with_rebuilding_mark(with_behind_mark(r.attr, may_fall_behind()), false);
 	client::replica_destination dest(*r.rp, &copying, &done);
 	catch_up_rounds rounds(*this, r);
+	// Asynchronous mode forwards nothing: its replicator sends in persist order, and a
+	// catching-up replica gets the recorded blocks only.
+	forwarding_moves forwarded(*this, r, dest, rounds);
 	try {
-		client::apply_sync_rounds(dest, std::ref(rounds),
-		                          {.found_marked = marked && !async},
+		client::apply_sync_rounds(async ? static_cast<client::sync_destination &>(dest)
+		                                : forwarded,
+		                          std::ref(rounds), {.found_marked = marked && !async},
 		                          [&](std::uint64_t n, std::uint64_t total) {
 			                          if (progress)
 				                          progress(n, total);
 		                          });
 	} catch (...) {
 		rounds.give_back();
+		forwarded.disarm();
 		throw;
 	}
 	if (rounds.moved() == 0 && progress)
 		progress(0, 0); // in sync already: nothing to copy
 	r.lanes = lanes;
 	count_lanes();
+	const auto direct = forwarded.disarm();
 	const bool all_back = mark_back(*this, r);
 	rounds.release();
 	if (r.unmarked) {
@@ -338,8 +398,10 @@ void replicated_pool::impl::catch_up(remote_replica &r, const progress_fn &progr
 			client::log(1, "{}: {}", what, e.what());
 		}
 	}
-	client::log(1, "{}: in sync again ({} bytes moved in {} round(s))", what, rounds.moved(),
-	            rounds.rounds());
+	client::log(1,
+	            "{}: in sync again ({} bytes moved in {} round(s); {} bytes of persists went "
+	            "to it directly meanwhile)",
+	            what, rounds.moved(), rounds.rounds(), direct);
 	if (all_back)
 		replication->replicas_back();
 }

@@ -1500,6 +1500,56 @@ TEST_CASE("replicated_pool, degrade, either mode: a lost replica is reconnected 
 	CHECK_NOTHROW(replicated_pool::open(s.path(), s.options()).close());
 }
 
+TEST_CASE("replicated_pool, synchronous, degrade: while a re-created replica is caught up the "
+          "writers' persists go to it directly, and it ends equal to the master",
+          "[replication][fault][outage]")
+{
+	// The catch-up's log line says how much went directly (level 1: errors and outage
+	// transitions). The log is set up from the environment at its first line: ctest runs each
+	// test case in a process of its own.
+	const auto log_dir = make_temp_dir("/tmp", "rpmem-forward-");
+	const auto log_file = log_dir / "client.log";
+	::setenv("RPMEM_LOG_FILE", log_file.c_str(), 1);
+	::setenv("RPMEM_LOG_LEVEL", "1", 1);
+	sshd server;
+	replicated_setup s(server, 1, {"64M"}, false, "64M");
+	replicated_pool::options o;
+	o.on_failure = replicated_pool::failure_policy::degrade;
+	auto p = replicated_pool::create(s.path(), s.options(o));
+	{
+		writers w(p, 4);
+		REQUIRE(w.more(400));
+		refuse_logins(server, true);
+		REQUIRE(run_kill_rpmemd(s.node(0).dir().string()));
+		REQUIRE(wait_state(p, 1, "lost"));
+		// Its part gone: re-created when it is back, every block of the 64 MiB pool to
+		// move, while the writers keep persisting.
+		require_rpmemd_gone(s.node(0));
+		fs::remove(s.node(0).part("remote.set"));
+		REQUIRE(w.more(400));
+		refuse_logins(server, false);
+		REQUIRE(wait_state(p, 1, "connected"));
+		REQUIRE(w.more(400));
+		const auto failed = w.stop();
+		INFO(failed);
+		CHECK(failed.empty());
+	}
+	const auto log = slurp(log_file);
+	INFO("the client's log:\n" << log);
+	const auto at = log.find("in sync again (");
+	REQUIRE(at != std::string::npos);
+	const auto went = log.find("; ", at);
+	REQUIRE(went != std::string::npos);
+	const auto direct = std::stoull(log.substr(went + 2));
+	CHECK(direct > 0);
+	CHECK(log.find("bytes of persists went to it directly meanwhile", at) != std::string::npos);
+	auto expect = master_data(p);
+	p.close();
+	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (re-created)");
+	std::error_code ec;
+	fs::remove_all(log_dir, ec);
+}
+
 TEST_CASE("replicated_pool: resync while four threads persist brings the replica in line with "
           "them, the threads never stopped",
           "[replication][resync][outage]")
