@@ -141,16 +141,30 @@ void remote_writer::throw_if_failed() const
 		std::rethrow_exception(pipe_->error());
 }
 
+bool remote_writer::recorded_while_away(std::size_t offset, std::size_t length)
+{
+	if (state_.load() == state::in_sync)
+		return false;
+	client::call_gate::pass in(gate_);
+	if (state_.load() == state::in_sync)
+		return false; // back: the pipeline again, after everything the last round moved
+	dirty_.mark(offset, length);
+	return true;
+}
+
 void remote_writer::do_persist(std::size_t offset, std::size_t length, unsigned)
 {
 	throw_if_failed();
-	pipe_->persist({offset, length}, pool_ + offset);
+	if (!recorded_while_away(offset, length))
+		pipe_->persist({offset, length}, pool_ + offset);
 }
 
 void remote_writer::do_flush(std::size_t offset, std::size_t length, unsigned)
 {
 	throw_if_failed();
-	pipe_->snapshot({offset, length}, pool_ + offset); // drain() waits for the lag bound
+	if (!recorded_while_away(offset, length))
+		pipe_->snapshot({offset, length},
+		                pool_ + offset); // drain() waits for the lag bound
 }
 
 void remote_writer::do_drain(unsigned)

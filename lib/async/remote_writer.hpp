@@ -6,6 +6,7 @@
 #pragma once
 
 #include "async/pipeline.hpp"
+#include "client/call_gate.hpp"
 #include "client/dirty_map.hpp"
 #include "client/remote_pool.hpp"
 #include "client/reopen.hpp"
@@ -96,6 +97,9 @@ private:
 	void do_close() override;
 	/** Throws what every call throws once the replica failed (or the pipeline did). */
 	void throw_if_failed() const;
+	/** While the replica is away a persist or flush only records its range (the sending
+	 *  thread would only record it too, later): true when it did. */
+	bool recorded_while_away(std::size_t offset, std::size_t length);
 	/** Waits for the replica to hold everything, then runs f(remote pool) with the lane when
 	 *  it is in sync and returns true; when it is away (or its session failed under f),
 	 *  runs away() with the replicator held and returns false. */
@@ -124,7 +128,10 @@ private:
 	config cfg_;
 	std::unique_ptr<pipeline> pipe_;
 
-	client::dirty_map dirty_;              // what the replica missed since it went away
+	client::dirty_map dirty_; // what the replica missed since it went away
+	// Calls that record while the replica is away pass it; the catch-up's last round closes
+	// it, empties the pipeline and takes what is recorded, with nothing recorded meanwhile.
+	client::call_gate gate_;
 	std::atomic<std::uint64_t> moving_{0}; // the catch-up's round in flight
 	std::atomic<std::uint64_t> epoch_{0};  // sessions so far
 	std::atomic<state> state_{state::in_sync};

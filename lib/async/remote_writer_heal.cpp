@@ -129,6 +129,16 @@ bool remote_writer::catch_up()
 	int round = 0;
 	clock_type::time_point held_from{};
 	std::unique_lock held(sink_->mu, std::defer_lock); // the last round holds the replicator
+	bool gate_closed = false;
+	struct reopen_gate {
+		client::call_gate &g;
+		const bool &closed;
+		~reopen_gate()
+		{
+			if (closed)
+				g.open(); // after the state says where the calls go now
+		}
+	} reopen{gate_, gate_closed};
 	try {
 		client::apply_sync_rounds(
 		    dest,
@@ -146,10 +156,16 @@ bool remote_writer::catch_up()
 				    bytes += r.size();
 			    if (client::last_catch_up_round(bytes, previous, ++round,
 			                                    cfg_.catch_up_hold_bytes)) {
-				    // The replicator waits from here: nothing is recorded
-				    // meanwhile, and the persists it sends after go to a replica
-				    // that holds every block they do not cover as the master had it
-				    // then.
+				    // The calls that record wait from here, and the persists queued
+				    // before the replica went away are recorded first: a range
+				    // recorded by a call must not move before an older snapshot of
+				    // it that the replicator would send after. Then the replicator
+				    // waits too: nothing is recorded meanwhile, and the persists it
+				    // sends after go to a replica that holds every block they do
+				    // not cover as the master had it then.
+				    gate_.close();
+				    gate_closed = true;
+				    pipe_->barrier();
 				    held.lock();
 				    held_from = clock_type::now();
 				    dest.skipping = false;
