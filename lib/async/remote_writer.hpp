@@ -37,10 +37,11 @@ namespace rpmem::async
  *
  * A replica's outage (its session failed: rpmemd killed, frozen past RPMEM_TIMEOUT, the link
  * cut) holds no call: from the failed batch on, the replicator records what it would have
- * sent in a dirty map, and a healer thread reconnects (pauses doubling from
- * RPMEM_RECONNECT_DELAY) and catches the replica up from the master's memory while the
- * application goes on; the last round holds the replicator, not the calls, and the replica is
- * then a prefix of the persists again and in sync. While blocks move the replica holds no
+ * sent in a dirty map (and the calls record their own ranges), and a healer thread reconnects
+ * (pauses doubling from RPMEM_RECONNECT_DELAY) and catches the replica up from the master's
+ * memory while the application goes on; the last round holds the calls and the replicator for
+ * its own time, and the replica is then a prefix of the persists again and in sync. While
+ * blocks move the replica holds no
  * consistent image, and its header says so (pmdk::marked_rebuilding). An outage longer than
  * RPMEM_RECONNECT_TIMEOUT is the policy's (RPMEM_ASYNC_ON_FAILURE): fail, every call fails from
  * then on; continue, the writer keeps trying and the replica stays "lost" until it is back.
@@ -115,7 +116,8 @@ private:
 	void heal_loop();
 	/** Installs a new session (the replicator held meanwhile). */
 	void install(std::unique_ptr<client::remote_pool> rp);
-	/** Moves what the replica missed, in rounds, the last one with the replicator held;
+	/** Moves what the replica missed, in rounds, the last one with the calls and the
+	 *  replicator held;
 	 *  the replica is in sync after. False if it failed (the state says what now). */
 	bool catch_up();
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// remote_writer's outage side: a failed session ends, the replicator records what the replica
-// misses, the healer thread reconnects (pauses doubling up to resilient_timing::max_delay) and
-// catches the replica up from the master's memory in rounds while the application goes on; the
-// last round holds the replicator, so that the replica is a prefix of the persists again when
-// it is back in sync. After RPMEM_RECONNECT_TIMEOUT the policy decides: lost (continue: the
-// healer keeps trying) or failed (fail: every call fails).
+// remote_writer's outage side: a failed session ends, the replicator and the calls record what
+// the replica misses, the healer thread reconnects (pauses doubling up to
+// resilient_timing::max_delay) and catches the replica up from the master's memory in rounds
+// while the application goes on; the last round holds the calls and the replicator, so that the
+// replica is a prefix of the persists again when it is back in sync. After RPMEM_RECONNECT_TIMEOUT
+// the policy decides: lost (continue: the healer keeps trying) or failed (fail: every call fails).
 #include "async/remote_writer.hpp"
 #include "async/remote_writer_sink.hpp"
 
@@ -163,11 +163,11 @@ bool remote_writer::catch_up()
 				    // waits too: nothing is recorded meanwhile, and the persists it
 				    // sends after go to a replica that holds every block they do
 				    // not cover as the master had it then.
+				    held_from = clock_type::now();
 				    gate_.close();
 				    gate_closed = true;
 				    pipe_->barrier();
 				    held.lock();
-				    held_from = clock_type::now();
 				    dest.skipping = false;
 				    auto rest = dirty_.take();
 				    taken.insert(taken.end(), rest.begin(), rest.end());
@@ -182,18 +182,18 @@ bool remote_writer::catch_up()
 		    // Cleared (and the attributes set while it was away given) even when
 		    // nothing moved.
 		    {.other_writes = true});
-	} catch (const rpmem::error &e) {
+	} catch (const std::exception &e) {
 		dirty_.mark(taken); // may not have landed
 		moving_.store(0, std::memory_order_relaxed);
 		std::lock_guard l(mu_);
 		rp_->abandon();
 		outage_start_ = clock_type::now();
-		cause_ = e.message();
-		const auto why = held.owns_lock()
+		cause_ = e.what();
+		const auto why = gate_closed
 		                     ? fmt::format("catching up failed in its last round, the "
-		                                   "replicator held for {:.1f} ms: {}",
-		                                   ms_since(held_from), e.message())
-		                     : fmt::format("catching up failed: {}", e.message());
+		                                   "calls held for {:.1f} ms: {}",
+		                                   ms_since(held_from), e.what())
+		                     : fmt::format("catching up failed: {}", e.what());
 		// Away before the replicator goes on: it records from now on.
 		set_state(cfg_.keep_going ? state::lost : state::reconnecting, why);
 		return false;
@@ -202,7 +202,7 @@ bool remote_writer::catch_up()
 	std::lock_guard l(mu_);
 	outage_start_ = {};
 	set_state(state::in_sync,
-	          fmt::format("caught up: {} bytes moved in {} round(s), {:.0f} ms, the replicator "
+	          fmt::format("caught up: {} bytes moved in {} round(s), {:.0f} ms, the calls "
 	                      "held for the last {:.1f} ms ({} bytes of blocks changed since it "
 	                      "was lost; {} bytes written again meanwhile went in a later round "
 	                      "only)",
