@@ -39,16 +39,24 @@ void copy_local(replicated_pool::impl &d, const local_copy &l, std::size_t from,
 }
 
 /** Drops r's old session (it is being replaced: how it ended does not matter). */
-void drop_session(remote_replica &r) noexcept
+/** Takes r's session away (remote_mu held exclusively, as the report reads r.rp under it);
+ *  the caller ends it after letting go of the lock (end_session). */
+std::unique_ptr<client::remote_pool> take_session(remote_replica &r) noexcept
 {
-	if (r.rp) {
-		try {
-			r.rp->close();
-		} catch (const std::exception &) {
-		}
-		r.rp.reset();
-	}
 	r.staged_on = nullptr; // a new remote pool registers the staging ring again
+	return std::move(r.rp);
+}
+
+/** Ends a lost replica's old session with no lock held: its close may wait for the control
+ *  timeout (a cut link), and the calls, which hold remote_mu shared, must not wait with it. */
+void end_session(std::unique_ptr<client::remote_pool> old) noexcept
+{
+	if (!old)
+		return;
+	try {
+		old->close();
+	} catch (const std::exception &) {
+	}
 }
 
 /** The replicas' own UUIDs (part 0's) as the pool set's headers known here say them: a
@@ -347,10 +355,12 @@ void replicated_pool::impl::catch_up(remote_replica &r, const progress_fn &progr
 {
 	const std::string what = fmt::format("remote replica {} ({})", r.index, where(r));
 	bool created = false, marked = false;
+	std::unique_ptr<client::remote_pool> old;
 	{
 		std::unique_lock g(remote_mu); // the report reads r.rp under it
-		drop_session(r);
+		old = take_session(r);
 	}
+	end_session(std::move(old));
 	const unsigned lanes = reconnect(*this, r, what, &created, &marked);
 	mark_lacking(*this, r, what, created);
 	// Written asynchronously, the replica is a prefix of the persists outside a catch-up; in

@@ -1502,6 +1502,62 @@ TEST_CASE("replicated_pool, degrade, either mode: a lost replica is reconnected 
 	CHECK_NOTHROW(replicated_pool::open(s.path(), s.options()).close());
 }
 
+TEST_CASE("replicated_pool, degrade: ending a frozen replica's old session holds no call",
+          "[replication][fault][outage]")
+{
+	// The healer ends the old session of a lost replica before it reconnects; the close asks
+	// rpmemd, which is frozen, and waits for the control timeout: 10 minutes here, and no
+	// keep-alive to find it dead sooner (read at the first pool: ctest runs each test case in
+	// a process of its own). The four writers must go on meanwhile.
+	::setenv("RPMEM_CONTROL_TIMEOUT", "600000", 1);
+	::setenv("RPMEM_KEEPALIVE", "0", 1);
+	sshd server;
+	replicated_setup s(server, 2, {"8M"}, false, "8M");
+	replicated_pool::options o;
+	o.on_failure = replicated_pool::failure_policy::degrade;
+	auto p = replicated_pool::create(s.path(), s.options(o));
+	{
+		writers w(p, 4);
+		REQUIRE(w.more(400));
+		const pid_t daemon = find_rpmemd(s.node(0).dir().string());
+		REQUIRE(daemon > 0);
+		REQUIRE(freeze(daemon));
+		struct thaw { // also when a REQUIRE ends the test: the healer's close returns
+			pid_t pid;
+			bool done = false;
+			void now()
+			{
+				if (!done) {
+					::kill(pid,
+					       SIGKILL); // a stopped process still takes SIGKILL
+					::kill(pid, SIGCONT);
+					done = true;
+				}
+			}
+			~thaw() { now(); }
+		} gone{daemon};
+		// Lost after the data path's silence bound (3 s); the healer takes it at once
+		// ("catching_up") and ends the old session, for as long as rpmemd stays frozen.
+		const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+		while (p.replicas()[1].state == "connected" &&
+		       std::chrono::steady_clock::now() < give_up)
+			std::this_thread::sleep_for(std::chrono::milliseconds(5));
+		REQUIRE(p.replicas()[1].state != "connected");
+		REQUIRE(w.more(2000));
+		CHECK(p.replicas()[2].in_sync);
+		gone.now();
+		REQUIRE(wait_state(p, 1, "connected"));
+		REQUIRE(w.more(400));
+		const auto failed = w.stop();
+		INFO(failed);
+		CHECK(failed.empty());
+	}
+	auto expect = master_data(p);
+	p.close();
+	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (caught up)");
+	require_equal(expect, s.remote_data(1, expect.size() + K4), "replica 2 (never lost)");
+}
+
 TEST_CASE("replicated_pool, synchronous, degrade: while a re-created replica is caught up the "
           "writers' persists go to it directly, and it ends equal to the master",
           "[replication][fault][outage]")
