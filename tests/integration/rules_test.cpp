@@ -265,10 +265,17 @@ TEST_CASE("prometheus rules: promtool test rules on series from a real writer's 
 	    },
 	    d / "back.prom");
 	// The asynchronous writer's replica lost: under RPMEM_ASYNC_ON_FAILURE=fail and no
-	// reconnect time its pool fails, the file says so at once, and libpmemobj ends the writer.
+	// reconnect time its pool fails, the file says so at once (the replicator met the loss),
+	// the writer's next call fails and is counted, and libpmemobj ends the writer. The file
+	// kept is the one with the failed call in it.
 	REQUIRE(run_kill_rpmemd(w.node_async.dir().string()));
-	w.wait_for(w.async.metrics_file(), "the pool failed", state_is("failed"),
-	           d / "failed.prom");
+	w.wait_for(
+	    w.async.metrics_file(), "the pool failed, a call failed",
+	    [&](const std::string &s) {
+		    return state_is("failed")(s) &&
+		           sample_value(s, "rpmem_errors_total", "log.set") >= 1;
+	    },
+	    d / "failed.prom");
 	w.async_writer->wait(std::chrono::seconds(120));
 	only_libpmemobj_crashes(w.reports());
 
