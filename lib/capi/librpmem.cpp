@@ -9,6 +9,7 @@
 #include "client/env.hpp"
 #include "client/log.hpp"
 #include "client/remote_pool.hpp"
+#include "client/replica_sync.hpp"
 #include "client/resilient_pool.hpp"
 #include "client/stats_export.hpp"
 #include "pmdk/pool_header.hpp"
@@ -151,11 +152,23 @@ start_async(bool create, const char *target, const char *descriptor, void *addr,
 	} else {
 		rp = remote_pool::open(target, descriptor, addr, size, &one, out ? &attr : nullptr,
 		                       conn);
-		refuse_if_behind(attr, target, descriptor);
+		const bool not_whole = rpmem::pmdk::marked_rebuilding(attr);
+		const bool marked = rpmem::pmdk::marked_behind(attr) || not_whole;
+		// Under fail, a replica its last writer left marked is refused (PMDK's strictness);
+		// under continue it is brought in line here, as the synchronous mode does.
+		if (!s.async_keep_going || size <= rpmem::client::probe_bytes)
+			refuse_if_behind(attr, target, descriptor);
+		const auto clean = rpmem::pmdk::with_rebuilding_mark(
+		    rpmem::pmdk::with_behind_mark(attr, false), false);
 		if (rp->has_headers()) {
 			const auto wire = rpmem::pmdk::with_behind_mark(attr, true);
 			rp->set_attr(&wire);
 		}
+		if (marked)
+			rpmem::client::bring_in_line(*rp, static_cast<const std::uint8_t *>(addr),
+			                             size, clean, not_whole,
+			                             fmt::format("{}:{}", target, descriptor));
+		attr = clean;
 		if (out)
 			from_attr(attr, *out);
 	}

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "client/replica_sync.hpp"
 
+#include "client/log.hpp"
+#include "pmdk/pool_header.hpp"
+
 #include "rpmem/error.hpp"
 
 #include <algorithm>
@@ -129,6 +132,22 @@ bool apply_sync(sync_destination &dest, const std::vector<byte_span> &ranges,
 		    return ranges;
 	    },
 	    state, progress);
+}
+
+void bring_in_line(remote_pool &rp, const std::uint8_t *local, std::uint64_t size,
+                   const control::pool_attr &open, bool not_whole, const std::string &where)
+{
+	const std::uint64_t begin = rp.has_headers() ? header_size : 0;
+	auto plan = plan_sync(rp, local, begin, size, false);
+	log(1,
+	    "{}: the replica was left behind by its last writer: {} of it differs from the "
+	    "master ({}); bringing it in line",
+	    where, plan.bytes(),
+	    plan.method == "delta" ? "block checksums compared" : plan.fallback);
+	// Marked already; "possibly behind" stays while the pool is open, "not whole" goes.
+	const auto after = pmdk::with_behind_mark(open, true);
+	replica_destination dest(rp, nullptr, not_whole ? &after : nullptr);
+	apply_sync(dest, plan.ranges, {.found_marked = true});
 }
 
 } // namespace rpmem::client

@@ -105,6 +105,24 @@ struct sync_state {
 bool apply_sync(sync_destination &dest, const std::vector<byte_span> &ranges,
                 const sync_state &state, const progress_fn &progress = {});
 
+/**
+ * A replica its last writer left marked (possibly behind, or not whole), opened again under a
+ * policy that goes on (continue): brought in line before the application reads it (libpmemobj
+ * reads the pool's descriptor and heap right after opening) by comparing block checksums and
+ * pushing what differs from `local`. Its header must already carry "possibly behind" (the
+ * caller set it for the open pool); it keeps that mark and loses the not-whole one (`open`:
+ * its attributes without rpmem's marks). Logs what it does.
+ */
+void bring_in_line(remote_pool &rp, const std::uint8_t *local, std::uint64_t size,
+                   const control::pool_attr &open, bool not_whole, const std::string &where);
+
+/** A caller that registers this little is probing the replica, not lending the master's
+ *  memory: libpmempool's health check opens a remote replica over an 8 KiB volatile buffer
+ *  (header and pool descriptor). A marked replica is refused to it, never "brought in line"
+ *  from that buffer (which would overwrite the replica's descriptor); libpmempool then takes
+ *  the replica as broken and `pmempool sync` re-creates it. */
+inline constexpr std::uint64_t probe_bytes = 8192;
+
 /** A catch-up round this small or smaller is the last: pushed with the calls held (the C
  *  ABI's default; RPMEM_CATCH_UP_HOLD_BYTES sets it). */
 constexpr std::uint64_t final_round_bytes = 1u << 20;

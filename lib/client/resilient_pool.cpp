@@ -120,7 +120,7 @@ std::unique_ptr<resilient_pool> resilient_pool::open(const config &c, unsigned *
 	});
 	const bool rebuilding = pmdk::marked_rebuilding(a);
 	const bool marked = pmdk::marked_behind(a) || rebuilding;
-	if (rebuilding && !c.keep_going)
+	if (rebuilding && (!c.keep_going || c.size <= probe_bytes))
 		throw rpmem::error(
 		    ESTALE,
 		    fmt::format(
@@ -129,7 +129,7 @@ std::unique_ptr<resilient_pool> resilient_pool::open(const config &c, unsigned *
 		        "header is marked so). Bring it in line from the master with `rpmem "
 		        "sync POOLSET`",
 		        c.descriptor, c.target));
-	if (marked && !c.keep_going)
+	if (marked && (!c.keep_going || c.size <= probe_bytes))
 		throw rpmem::error(
 		    ESTALE,
 		    fmt::format(
@@ -147,22 +147,9 @@ std::unique_ptr<resilient_pool> resilient_pool::open(const config &c, unsigned *
 		const auto wire = pmdk::with_behind_mark(a, true);
 		rp->set_attr(&wire);
 	}
-	if (marked) {
-		// Its last writer went on without it: bring it in line before the application
-		// reads it (libpmemobj reads the pool's descriptor and heap right after opening).
-		const auto begin = rp->has_headers() ? header_size : 0;
-		auto plan =
-		    plan_sync(*rp, static_cast<const std::uint8_t *>(c.addr), begin, c.size, false);
-		log(1,
-		    "{}:{}: the replica was left behind by its last writer: {} of it differs "
-		    "from the master ({}); bringing it in line",
-		    c.target, c.descriptor, plan.bytes(),
-		    plan.method == "delta" ? "block checksums compared" : plan.fallback);
-		// Marked already; "possibly behind" stays (continue), "being caught up" goes.
-		const auto after = pmdk::with_behind_mark(clean, true);
-		replica_destination dest(*rp, nullptr, rebuilding ? &after : nullptr);
-		apply_sync(dest, plan.ranges, {.found_marked = true});
-	}
+	if (marked) // its last writer went on without it
+		bring_in_line(*rp, static_cast<const std::uint8_t *>(c.addr), c.size, clean,
+		              rebuilding, fmt::format("{}:{}", c.target, c.descriptor));
 	if (attr_out)
 		*attr_out = clean;
 	const unsigned lanes = *nlanes;
