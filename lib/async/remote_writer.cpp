@@ -238,15 +238,23 @@ void remote_writer::do_set_attr(const control::pool_attr *attr)
 void remote_writer::do_close()
 {
 	try {
-		pipe_->finish();
-		if (auto e = pipe_->error())
-			std::rethrow_exception(e);
 		{
-			std::lock_guard l(mu_);
+			// A replica being reconnected or caught up gets the reconnect timeout to be
+			// back in sync: a clean close then leaves it current and unmarked. One lost
+			// stays lost. The healer ends before the pipeline does: its last round
+			// needs the pipeline's thread.
+			std::unique_lock l(mu_);
+			cv_.wait_for(l, cfg_.reconnect_timeout, [&] {
+				const auto st = state_.load();
+				return st != state::reconnecting && st != state::catching_up;
+			});
 			stop_ = true;
 		}
 		cv_.notify_all();
 		healer_.join();
+		pipe_->finish();
+		if (auto e = pipe_->error())
+			std::rethrow_exception(e);
 		const auto st = state_.load();
 		if (st != state::in_sync) {
 			std::lock_guard l(mu_);

@@ -332,9 +332,15 @@ void resilient_pool::do_set_attr(const control::pool_attr *attr)
 void resilient_pool::do_close()
 {
 	{
-		std::lock_guard l(mu_);
+		std::unique_lock l(mu_);
 		if (stop_)
 			return;
+		// A replica being reconnected or caught up gets the reconnect timeout to be back in
+		// sync: a clean close then leaves it current and unmarked. One lost stays lost.
+		cv_.wait_for(l, cfg_.reconnect_timeout, [&] {
+			const auto st = state_.load();
+			return st != state::reconnecting && st != state::catching_up;
+		});
 		stop_ = true;
 		cv_.notify_all();
 	}

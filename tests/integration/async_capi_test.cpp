@@ -774,6 +774,45 @@ TEST_CASE("async capi: while a catch-up moves blocks the replica's header says i
 	CHECK(rpmem_remove(e.target().c_str(), "whole.set", RPMEM_REMOVE_FORCE) == 0);
 }
 
+TEST_CASE("async capi: a close during a catch-up waits for it, and leaves the replica equal and "
+          "unmarked",
+          "[capi][async][fault][outage]")
+{
+	auto &e = env();
+	constexpr std::size_t big = 256 << 20;
+	e.node.write_poolset("closing.set", {"256M"});
+	local_pool local(big);
+	auto attr = c_attr();
+	unsigned nlanes = 1;
+	RPMEMpool *rpp =
+	    rpmem_create(e.target().c_str(), "closing.set", local.data(), big, &nlanes, &attr);
+	INFO(rpmem_errormsg());
+	REQUIRE(rpp);
+	const auto part = e.node.part("closing.set");
+	REQUIRE(run_kill_rpmemd(e.node.dir().string()));
+	// Every block changes while the replica is away: a catch-up of 256 MiB, long enough for
+	// the close below to come in the middle of it.
+	std::mt19937 rng(std::random_device{}());
+	for (std::size_t off = 4096; off < big; off += 1 << 20) {
+		const std::size_t n = std::min<std::size_t>(1 << 20, big - off);
+		unrecorded_writes(
+		    [&] { std::memset(local.data() + off, static_cast<int>(rng() | 1), n); });
+		REQUIRE(rpmem_persist(rpp, off, n, 0, 0) == 0);
+	}
+	// The catch-up has begun once the replica's header says it is not whole.
+	const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+	while (!(replica_incompat(part) & behind_bit) && std::chrono::steady_clock::now() < give_up)
+		std::this_thread::yield();
+	REQUIRE((replica_incompat(part) & behind_bit) != 0);
+	// The close waits for it (up to RPMEM_RECONNECT_TIMEOUT) instead of abandoning it.
+	REQUIRE(rpmem_close(rpp) == 0);
+	CHECK((replica_incompat(part) & behind_bit) == 0);
+	CHECK((replica_compat(part) & behind_bit) == 0);
+	const auto got = replica_bytes(part, 4096, big - 4096);
+	CHECK(std::memcmp(got.data(), local.data() + 4096, got.size()) == 0);
+	CHECK(rpmem_remove(e.target().c_str(), "closing.set", RPMEM_REMOVE_FORCE) == 0);
+}
+
 TEST_CASE("async capi: a replica its killed writer left marked is refused under fail until rpmem "
           "sync or pmempool sync brings it up to date, and brought in line by the next open "
           "under continue",
