@@ -239,15 +239,13 @@ void remote_writer::do_close()
 {
 	try {
 		{
-			// A replica being reconnected or caught up gets the reconnect timeout to be
-			// back in sync: a clean close then leaves it current and unmarked. One lost
-			// stays lost. The healer ends before the pipeline does: its last round
-			// needs the pipeline's thread.
+			// A replica being reconnected or caught up is waited for, as the
+			// synchronous pool's close does (client::wait_for_progress): a clean close
+			// then leaves it current and unmarked. One lost stays lost. The healer ends
+			// before the pipeline does: its last round needs the pipeline's thread.
 			std::unique_lock l(mu_);
-			cv_.wait_for(l, cfg_.reconnect_timeout, [&] {
-				const auto st = state_.load();
-				return st != state::reconnecting && st != state::catching_up;
-			});
+			client::wait_for_progress(l, cv_, cfg_.reconnect_timeout, caught_up_,
+			                          [&] { return state_.load(); });
 			stop_ = true;
 		}
 		cv_.notify_all();

@@ -134,8 +134,9 @@ private:
 	// Calls that record while the replica is away pass it; the catch-up's last round closes
 	// it, empties the pipeline and takes what is recorded, with nothing recorded meanwhile.
 	client::call_gate gate_;
-	std::atomic<std::uint64_t> moving_{0}; // the catch-up's round in flight
-	std::atomic<std::uint64_t> epoch_{0};  // sessions so far
+	std::atomic<std::uint64_t> moving_{0};    // the catch-up's round in flight
+	std::atomic<std::uint64_t> caught_up_{0}; // bytes every catch-up moved: its progress
+	std::atomic<std::uint64_t> epoch_{0};     // sessions so far
 	std::atomic<state> state_{state::in_sync};
 	mutable std::mutex mu_; // state changes, the cause, the outage's start, attr_
 	std::condition_variable cv_;

@@ -120,7 +120,8 @@ bool remote_writer::catch_up()
 		std::lock_guard l(mu_);
 		set_state(state::catching_up, fmt::format("{} bytes to go", dirty_.bytes()));
 	}
-	catch_up_target replica(*this);
+	catch_up_target target(*this);
+	client::counted_moves replica(target, caught_up_);
 	client::fresh_blocks dest(replica, dirty_);
 	// Every block a round took, once: what changed from the loss until the replica is back.
 	client::dirty_map changed(dirty_.pool_size(), dirty_.block());

@@ -4,6 +4,10 @@
 // metrics file and `rpmem top` show.
 #pragma once
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
 namespace rpmem::client
 {
 
@@ -33,6 +37,30 @@ constexpr const char *name(replica_state s) noexcept
 		return "closed";
 	}
 	return "?";
+}
+
+/**
+ * What a close does before it stops a healer: waits while the replica is reconnecting or
+ * catching up (lk holds the mutex cv is used with). A reconnect ends by itself, the healer
+ * deciding at the reconnect timeout; a catch-up is waited for while `moved` (the bytes it
+ * moved) grows within every `window`, so a slow one is let finish and a stuck one is not.
+ */
+template <class Lock, class Cv, class State>
+void wait_for_progress(Lock &lk, Cv &cv, std::chrono::milliseconds window,
+                       const std::atomic<std::uint64_t> &moved, State &&state)
+{
+	auto away = [&] {
+		const auto st = state();
+		return st == replica_state::reconnecting || st == replica_state::catching_up;
+	};
+	for (auto seen = moved.load(); away();) {
+		if (cv.wait_for(lk, window, [&] { return !away(); }))
+			return;
+		const auto now = moved.load();
+		if (state() != replica_state::catching_up || now == seen)
+			return; // no progress in a whole window
+		seen = now;
+	}
 }
 
 } // namespace rpmem::client

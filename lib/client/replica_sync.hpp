@@ -15,6 +15,7 @@
 #include "client/remote_pool.hpp"
 #include "control/messages.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -122,6 +123,28 @@ void bring_in_line(remote_pool &rp, const std::uint8_t *local, std::uint64_t siz
  *  from that buffer (which would overwrite the replica's descriptor); libpmempool then takes
  *  the replica as broken and `pmempool sync` re-creates it. */
 inline constexpr std::uint64_t probe_bytes = 8192;
+
+/** A destination that counts the bytes moved through it: how a close that waits for a
+ *  catch-up tells one that progresses from one that does not. */
+class counted_moves final : public sync_destination
+{
+public:
+	counted_moves(sync_destination &to, std::atomic<std::uint64_t> &moved)
+	    : to_(to), moved_(moved)
+	{
+	}
+	void mark() override { to_.mark(); }
+	void move(std::uint64_t offset, std::uint64_t length) override
+	{
+		to_.move(offset, length);
+		moved_.fetch_add(length, std::memory_order_relaxed);
+	}
+	void clear() override { to_.clear(); }
+
+private:
+	sync_destination &to_;
+	std::atomic<std::uint64_t> &moved_;
+};
 
 /** A catch-up round this small or smaller is the last: pushed with the calls held (the C
  *  ABI's default; RPMEM_CATCH_UP_HOLD_BYTES sets it). */

@@ -107,7 +107,8 @@ bool resilient_pool::catch_up()
 	}
 	const auto marked = pmdk::with_behind_mark(attr_, true);
 	replica_destination replica(*rp_, &marked, &marked); // marked while the pool is open
-	windowed_moves windowed(replica, window_, lane0_);
+	counted_moves counted(replica, caught_up_);
+	windowed_moves windowed(counted, window_, lane0_);
 	fresh_blocks dest(windowed, dirty_);
 	forwarded_.store(0, std::memory_order_relaxed);
 	// Every block a round took, once: what changed from the loss until the replica is

@@ -335,12 +335,12 @@ void resilient_pool::do_close()
 		std::unique_lock l(mu_);
 		if (stop_)
 			return;
-		// A replica being reconnected or caught up gets the reconnect timeout to be back in
-		// sync: a clean close then leaves it current and unmarked. One lost stays lost.
-		cv_.wait_for(l, cfg_.reconnect_timeout, [&] {
-			const auto st = state_.load();
-			return st != state::reconnecting && st != state::catching_up;
-		});
+		// A replica being reconnected or caught up is waited for: a clean close then leaves
+		// it current and unmarked. A reconnect ends by itself at RPMEM_RECONNECT_TIMEOUT; a
+		// catch-up is waited for as long as it moves bytes within each such time. One lost
+		// stays lost.
+		wait_for_progress(l, cv_, cfg_.reconnect_timeout, caught_up_,
+		                  [&] { return state_.load(); });
 		stop_ = true;
 		cv_.notify_all();
 	}

@@ -147,6 +147,7 @@ private:
 	catch_up_window window_{dirty_};       // the catch-up's move in flight
 	lane_turns lane0_; // lane 0 while catching up: the catch-up's moves use it too
 	std::atomic<std::uint64_t> forwarded_{0}; // bytes of persists sent while catching up
+	std::atomic<std::uint64_t> caught_up_{0}; // bytes every catch-up moved: its progress
 
 	std::atomic<state> state_{state::in_sync};
 	mutable std::mutex mu_; // state changes, the cause, the outage's start

@@ -10,7 +10,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <random>
 #include <thread>
 
 using namespace rpmem::test;
@@ -413,6 +416,65 @@ TEST_CASE("capi: under RPMEM_REPLICATION=async and RPMEM_ASYNC_ON_FAILURE=contin
 	// Closed with the replica behind: failed, as before.
 	CHECK(r.closed != "close 0");
 	CHECK(sample_value(r.samples, "rpmem_pool_info", "state=\"failed\"") == 1);
+}
+
+TEST_CASE("capi: a close during a catch-up waits for it, and leaves the replica equal and "
+          "unmarked",
+          "[capi][fault][outage]")
+{
+	// Read at this process's first pool (ctest runs each test case in a process of its own):
+	// a short reconnect timeout, so that the replica is lost and caught up later, and the
+	// metrics file, which says when the catch-up begins.
+	const auto dir = make_temp_dir("/tmp", "rpmem-closing-");
+	const auto metrics = dir / "metrics.json";
+	capi_environment env(
+	    {{"RPMEM_RECONNECT_TIMEOUT", "1000"}, {"RPMEM_STATS_FILE", metrics.string()}});
+	constexpr std::size_t big = 256 << 20;
+	env.node.write_poolset("closing.set", {"256M"});
+	local_pool local(big);
+	auto attr = c_attr();
+	unsigned nlanes = 1;
+	RPMEMpool *rpp =
+	    rpmem_create(env.target().c_str(), "closing.set", local.data(), big, &nlanes, &attr);
+	INFO(rpmem_errormsg());
+	REQUIRE(rpp);
+	// Away past the reconnect timeout: rpmemd killed, logins refused. The first persist
+	// waits for the timeout, then the replica is lost and every block of the pool changes
+	// while it is: a catch-up of 256 MiB when it is back.
+	const auto keys = env.server.dir() / "authorized_keys";
+	const auto off_keys = env.server.dir() / "authorized_keys.off";
+	fs::rename(keys, off_keys);
+	REQUIRE(run_kill_rpmemd(env.node.dir().string()));
+	require_rpmemd_gone(env.node);
+	std::mt19937 rng(std::random_device{}());
+	for (std::size_t off = 4096; off < big; off += 1 << 20) {
+		const std::size_t n = std::min<std::size_t>(1 << 20, big - off);
+		std::memset(local.data() + off, static_cast<int>(rng() | 1), n);
+		REQUIRE(rpmem_persist(rpp, off, n, 0, 0) == 0);
+	}
+	fs::rename(off_keys, keys);
+	// The metrics file is rewritten at each change of state: the close comes once it says
+	// the catch-up began.
+	const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+	while (slurp(metrics).find("\"state\":\"catching_up\"") == std::string::npos &&
+	       std::chrono::steady_clock::now() < give_up)
+		std::this_thread::yield();
+	INFO("the metrics file:\n" << slurp(metrics));
+	REQUIRE(slurp(metrics).find("\"state\":\"catching_up\"") != std::string::npos);
+	// The close waits for it (up to RPMEM_RECONNECT_TIMEOUT) instead of abandoning it.
+	REQUIRE(rpmem_close(rpp) == 0);
+	const auto part = env.node.part("closing.set");
+	std::ifstream f(part, std::ios::binary);
+	std::vector<char> got(big);
+	f.read(got.data(), static_cast<std::streamsize>(big));
+	REQUIRE(f);
+	std::uint32_t compat = 0;
+	std::memcpy(&compat, got.data() + 12, sizeof compat);
+	CHECK((compat & 0x40000000u) == 0); // not "possibly behind"
+	CHECK(std::memcmp(got.data() + 4096, local.data() + 4096, big - 4096) == 0);
+	CHECK(rpmem_remove(env.target().c_str(), "closing.set", RPMEM_REMOVE_FORCE) == 0);
+	std::error_code ec;
+	fs::remove_all(dir, ec);
 }
 
 TEST_CASE("an application that exits with its pool open while rpmemd is frozen still exits",
