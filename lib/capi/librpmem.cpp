@@ -105,7 +105,8 @@ void from_attr(const ctl::pool_attr &r, rpmem_pool_attr &a)
 
 /** A replica whose writer did not close it cleanly while it may have been behind (written
  *  asynchronously, or gone on without under RPMEM_ON_OUTAGE=continue) may lack the master's
- *  last persists: asynchronous mode does not open it until resynced or promoted. */
+ *  last persists: asynchronous mode opens it under RPMEM_ASYNC_ON_FAILURE=fail, or for a
+ *  caller that only probes it (client::probe_bytes), only once it is resynced or promoted. */
 void refuse_if_behind(const ctl::pool_attr &a, const char *target, const char *descriptor)
 {
 	if (rpmem::pmdk::marked_rebuilding(a))
