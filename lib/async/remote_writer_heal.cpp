@@ -10,6 +10,7 @@
 
 #include "client/exit_guard.hpp"
 #include "client/fresh_blocks.hpp"
+#include "client/healer_loop.hpp"
 #include "client/log.hpp"
 #include "client/resilient_pool_timing.hpp"
 #include "pmdk/pool_header.hpp"
@@ -214,73 +215,48 @@ bool remote_writer::catch_up()
 
 void remote_writer::heal_loop()
 {
-	auto delay = cfg_.reconnect_delay;
 	std::unique_lock l(mu_);
-	// As librpmem's synchronous healer (client/resilient_heal.cpp): it works only inside the
-	// exit guard and sleeps outside it; woken while the process exits, it parks.
-	auto &guard = client::exit_guard::get();
-	if (!guard.enter())
-		return;
-	auto sleep = [&](auto &&wait) {
-		if (guard.sleep(wait))
-			return true;
-		cv_.wait(l, [&] { return stop_; });
-		return false;
-	};
-	while (!stop_) {
-		const state st = state_.load();
-		if (st == state::in_sync) {
-			delay = cfg_.reconnect_delay;
-			if (!sleep([&] { cv_.wait_for(l, idle_check); }))
-				return;
-			// An idle session whose rpmemd is gone (its keep-alive saw it): reconnect
-			// now, not at the next batch.
-			if (!stop_ && state_.load() == state::in_sync)
-				if (auto gone = rp_->lost()) {
-					l.unlock();
-					connection_failed(epoch_.load(), *gone);
-					l.lock();
-				}
-			continue;
-		}
-		if (st != state::reconnecting && st != state::lost) {
-			if (!sleep(
-			        [&] { cv_.wait(l, [&] { return stop_ || state_.load() != st; }); }))
-				return;
-			continue;
-		}
-		const auto deadline = outage_start_ + cfg_.reconnect_timeout;
-		if (st == state::reconnecting && clock_type::now() >= deadline) {
-			give_up(cause_);
-			continue;
-		}
-		const auto attr = attr_;
-		l.unlock();
-		std::string why;
-		auto rp =
-		    client::reopen(cfg_.place, 1, cfg_.marked ? &attr : nullptr, cfg_.marked, &why);
-		if (rp) {
-			install(std::move(rp));
-			if (catch_up())
-				delay = cfg_.reconnect_delay;
-			l.lock();
-			continue;
-		}
-		l.lock();
-		client::log(2,
-		            "asynchronous replication to {}:{}: reconnect attempt failed {:.0f} ms "
-		            "into the outage: {}; next in {} ms",
-		            cfg_.place.target, cfg_.place.descriptor, ms_since(outage_start_), why,
-		            delay.count());
-		cause_ = why;
-		auto wake = clock_type::now() + delay;
-		if (state_.load() == state::reconnecting)
-			wake = std::min(wake, deadline);
-		if (!sleep([&] { cv_.wait_until(l, wake, [&] { return stop_; }); }))
-			return;
-		delay = std::min(delay * 2, max_delay);
-	}
-	guard.leave();
+	client::run_healer(
+	    l, cv_, stop_, state_, cfg_.reconnect_delay,
+	    [&] {
+		    // An idle session whose rpmemd is gone (its keep-alive saw it): reconnect now,
+		    // not at the next batch.
+		    if (auto gone = rp_->lost()) {
+			    l.unlock();
+			    connection_failed(epoch_.load(), *gone);
+			    l.lock();
+		    }
+	    },
+	    [&](std::chrono::milliseconds delay) -> std::optional<clock_type::time_point> {
+		    const auto deadline = outage_start_ + cfg_.reconnect_timeout;
+		    if (state_.load() == state::reconnecting && clock_type::now() >= deadline) {
+			    give_up(cause_);
+			    return std::nullopt;
+		    }
+		    const auto attr = attr_;
+		    l.unlock();
+		    std::string why;
+		    auto rp = client::reopen(cfg_.place, 1, cfg_.marked ? &attr : nullptr,
+		                             cfg_.marked, &why);
+		    if (rp) {
+			    install(std::move(rp));
+			    catch_up(); // in sync, or away again: the state says which
+			    l.lock();
+			    return std::nullopt;
+		    }
+		    l.lock();
+		    client::log(
+		        2,
+		        "asynchronous replication to {}:{}: reconnect attempt failed {:.0f} "
+		        "ms into the outage: {}; next in {} ms",
+		        cfg_.place.target, cfg_.place.descriptor, ms_since(outage_start_), why,
+		        delay.count());
+		    cause_ = why;
+		    auto wake = clock_type::now() + delay;
+		    if (state_.load() == state::reconnecting)
+			    wake = std::min(wake, deadline); // then give_up, above
+		    return wake;
+	    });
 }
 
 } // namespace rpmem::async

@@ -9,6 +9,7 @@
 
 #include "client/exit_guard.hpp"
 #include "client/fresh_blocks.hpp"
+#include "client/healer_loop.hpp"
 #include "client/log.hpp"
 #include "client/reopen.hpp"
 #include "client/replica_sync.hpp"
@@ -108,9 +109,9 @@ bool resilient_pool::catch_up()
 	const auto marked = pmdk::with_behind_mark(attr_, true);
 	replica_destination replica(*rp_, &marked, &marked); // marked while the pool is open
 	counted_moves counted(replica, caught_up_);
-	windowed_moves windowed(counted, window_, lane0_);
+	windowed_moves windowed(counted, fwd_.window, fwd_.lane0);
 	fresh_blocks dest(windowed, dirty_);
-	forwarded_.store(0, std::memory_order_relaxed);
+	fwd_.bytes.store(0, std::memory_order_relaxed);
 	// Every block a round took, once: what changed from the loss until the replica is
 	// current, the measure of what a catch-up must move at least.
 	dirty_map changed(dirty_.pool_size(), dirty_.block());
@@ -181,82 +182,56 @@ bool resilient_pool::catch_up()
 	                      "only; {} bytes of persists went to it directly meanwhile)",
 	                      dest.moved, round, ms_since(start), ms_since(held_from),
 	                      changed.bytes(), dest.skipped,
-	                      forwarded_.load(std::memory_order_relaxed)));
+	                      fwd_.bytes.load(std::memory_order_relaxed)));
 	gate_.open();
 	return true;
 }
 
 void resilient_pool::heal_loop()
 {
-	auto delay = cfg_.reconnect_delay;
 	std::unique_lock l(mu_);
-	// The healer works only while the process is not exiting: exit (exit_guard) waits for
-	// work in flight, then runs the destructors that work would touch (the log, the metrics
-	// exporter, OpenSSL's locks). It sleeps outside the guard, so exit does not wait for a
-	// sleeping healer; one that wakes while the process exits parks for good.
-	auto &guard = exit_guard::get();
-	if (!guard.enter())
-		return;
-	auto sleep = [&](auto &&wait) {
-		if (guard.sleep(wait))
-			return true;
-		cv_.wait(l, [&] { return stop_; }); // parked: the process is exiting
-		return false;
-	};
-	while (!stop_) {
-		const state st = state_.load();
-		if (st == state::in_sync) {
-			delay = cfg_.reconnect_delay;
-			if (!sleep([&] { cv_.wait_for(l, idle_check); }))
-				return;
-			// An idle session whose rpmemd is gone (its keep-alive saw it): reconnect
-			// now, not at the next call.
-			if (!stop_ && state_.load() == state::in_sync)
-				if (auto gone = rp_->lost()) {
-					l.unlock();
-					connection_failed(epoch_.load(), *gone);
-					l.lock();
-				}
-			continue;
-		}
-		if (st != state::reconnecting && st != state::lost) {
-			if (!sleep(
-			        [&] { cv_.wait(l, [&] { return stop_ || state_.load() != st; }); }))
-				return;
-			continue;
-		}
-		l.unlock();
-		std::string why;
-		std::unique_ptr<remote_pool> rp = try_connect(&why);
-		if (rp) {
-			const auto attempt = ms_since(outage_start_);
-			install(std::move(rp));
-			l.lock();
-			++reconnects_;
-			if (state_.load() == state::reconnecting) {
-				outage_start_ = {};
-				set_state(state::in_sync,
-				          fmt::format("reconnected after {:.0f} ms", attempt));
-				continue;
-			}
-			l.unlock();
-			catch_up();
-			l.lock();
-			continue;
-		}
-		l.lock();
-		log(2,
-		    "{}:{}: reconnect attempt failed {:.0f} ms into the outage: {}; next in {} ms",
-		    cfg_.target, cfg_.descriptor, ms_since(outage_start_), why, delay.count());
-		cause_ = why;
-		if (state_.load() == state::reconnecting &&
-		    clock_type::now() >= outage_start_ + cfg_.reconnect_timeout)
-			give_up(why);
-		if (!sleep([&] { cv_.wait_for(l, delay, [&] { return stop_; }); }))
-			return;
-		delay = std::min(delay * 2, max_delay);
-	}
-	guard.leave();
+	run_healer(
+	    l, cv_, stop_, state_, cfg_.reconnect_delay,
+	    [&] {
+		    // An idle session whose rpmemd is gone (its keep-alive saw it): reconnect now,
+		    // not at the next call.
+		    if (auto gone = rp_->lost()) {
+			    l.unlock();
+			    connection_failed(epoch_.load(), *gone);
+			    l.lock();
+		    }
+	    },
+	    [&](std::chrono::milliseconds delay) -> std::optional<clock_type::time_point> {
+		    l.unlock();
+		    std::string why;
+		    std::unique_ptr<remote_pool> rp = try_connect(&why);
+		    if (rp) {
+			    const auto attempt = ms_since(outage_start_);
+			    install(std::move(rp));
+			    l.lock();
+			    ++reconnects_;
+			    if (state_.load() == state::reconnecting) {
+				    outage_start_ = {};
+				    set_state(state::in_sync,
+				              fmt::format("reconnected after {:.0f} ms", attempt));
+				    return std::nullopt;
+			    }
+			    l.unlock();
+			    catch_up();
+			    l.lock();
+			    return std::nullopt;
+		    }
+		    l.lock();
+		    log(2,
+		        "{}:{}: reconnect attempt failed {:.0f} ms into the outage: {}; next in {} "
+		        "ms",
+		        cfg_.target, cfg_.descriptor, ms_since(outage_start_), why, delay.count());
+		    cause_ = why;
+		    if (state_.load() == state::reconnecting &&
+		        clock_type::now() >= outage_start_ + cfg_.reconnect_timeout)
+			    give_up(why);
+		    return clock_type::now() + delay;
+	    });
 }
 
 } // namespace rpmem::client
