@@ -193,11 +193,11 @@ void resilient_pool::set_state(state s, const std::string &why)
 template <class G>
 bool resilient_pool::forward(unsigned lane, std::size_t offset, std::size_t length, G &&g)
 {
-	if (!window_.may_forward(offset, length))
+	if (!fwd_.window.may_forward(offset, length))
 		return false;
 	std::optional<lane_turns::turn> l0;
 	if (lane == 0)
-		l0.emplace(lane0_.take());
+		l0.emplace(fwd_.lane0.take());
 	try {
 		g(*rp_);
 	} catch (const rpmem::error &e) {
@@ -205,7 +205,7 @@ bool resilient_pool::forward(unsigned lane, std::size_t offset, std::size_t leng
 			throw;
 		return false; // the catch-up meets the same failure and the replica is lost again
 	}
-	forwarded_.fetch_add(length, std::memory_order_relaxed);
+	fwd_.bytes.fetch_add(length, std::memory_order_relaxed);
 	return true;
 }
 

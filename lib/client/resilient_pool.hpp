@@ -103,7 +103,7 @@ private:
 	template <class F, class G>
 	void on_replica(unsigned lane, std::size_t offset, std::size_t length, when_away away,
 	                F &&f, G &&g);
-	/** A write while the replica catches up: g(remote pool) when window_ lets it, with lane
+	/** A write while the replica catches up: g(remote pool) when fwd_.window lets it, with lane
 	 *  0 shared with the catch-up's moves. False: the caller records it instead. */
 	template <class G>
 	bool forward(unsigned lane, std::size_t offset, std::size_t length, G &&g);
@@ -144,9 +144,9 @@ private:
 	std::unique_ptr<lane_state[]> lanes_; // a lane is used by one thread at a time (PMDK)
 	dirty_map dirty_;
 	std::atomic<std::uint64_t> moving_{0}; // the catch-up's round in flight
-	catch_up_window window_{dirty_};       // the catch-up's move in flight
-	lane_turns lane0_; // lane 0 while catching up: the catch-up's moves use it too
-	std::atomic<std::uint64_t> forwarded_{0}; // bytes of persists sent while catching up
+	// While catching up: the window of the move in flight, lane 0's turns (the catch-up's
+	// moves use it too), the bytes of persists sent to the replica directly.
+	catch_up_forwarding fwd_{dirty_};
 	std::atomic<std::uint64_t> caught_up_{0}; // bytes every catch-up moved: its progress
 
 	std::atomic<state> state_{state::in_sync};
