@@ -71,6 +71,34 @@ template <class F> void unrecorded_writes(F &&f)
 		AnnotateIgnoreWritesEnd(__FILE__, __LINE__);
 }
 
+/** A pool set of `local`'s size (a whole number of MiB) created on the test's replica, with
+ *  one lane. */
+RPMEMpool *create_whole(const std::string &set, local_pool &local)
+{
+	auto &e = env();
+	e.node.write_poolset(set, {fmt::format("{}M", local.size() >> 20)});
+	auto attr = c_attr();
+	unsigned nlanes = 1;
+	RPMEMpool *rpp = rpmem_create(e.target().c_str(), set.c_str(), local.data(), local.size(),
+	                              &nlanes, &attr);
+	INFO(rpmem_errormsg());
+	REQUIRE(rpp);
+	return rpp;
+}
+
+/** Every 1 MiB of `local` past the header gets new bytes, each persisted: while the replica
+ *  is away, a catch-up of the whole pool when it is back. */
+void change_every_block(RPMEMpool *rpp, local_pool &local)
+{
+	std::mt19937 rng(std::random_device{}());
+	for (std::size_t off = 4096; off < local.size(); off += 1 << 20) {
+		const std::size_t n = std::min<std::size_t>(1 << 20, local.size() - off);
+		unrecorded_writes(
+		    [&] { std::memset(local.data() + off, static_cast<int>(rng() | 1), n); });
+		REQUIRE(rpmem_persist(rpp, off, n, 0, 0) == 0);
+	}
+}
+
 /** The replica's bytes [offset, offset+n) from its part file. */
 std::vector<std::uint8_t> replica_bytes(const fs::path &part, std::size_t offset, std::size_t n)
 {
@@ -714,14 +742,8 @@ TEST_CASE("async capi: while a catch-up moves blocks the replica's header says i
 {
 	auto &e = env();
 	constexpr std::size_t big = 64 << 20;
-	e.node.write_poolset("whole.set", {"64M"});
 	local_pool local(big);
-	auto attr = c_attr();
-	unsigned nlanes = 1;
-	RPMEMpool *rpp =
-	    rpmem_create(e.target().c_str(), "whole.set", local.data(), big, &nlanes, &attr);
-	INFO(rpmem_errormsg());
-	REQUIRE(rpp);
+	RPMEMpool *rpp = create_whole("whole.set", local);
 	const auto part = e.node.part("whole.set");
 	const pid_t first = find_rpmemd(e.node.dir().string());
 	REQUIRE(first > 0);
@@ -746,13 +768,7 @@ TEST_CASE("async capi: while a catch-up moves blocks the replica's header says i
 	REQUIRE(run_kill_rpmemd(e.node.dir().string()));
 	// Everything past the header changes while the replica is away: a catch-up of 60 MiB
 	// and more, long enough to be seen from here.
-	std::mt19937 rng(std::random_device{}());
-	for (std::size_t off = 4096; off < big; off += 1 << 20) {
-		const std::size_t n = std::min<std::size_t>(1 << 20, big - off);
-		unrecorded_writes(
-		    [&] { std::memset(local.data() + off, static_cast<int>(rng() | 1), n); });
-		REQUIRE(rpmem_persist(rpp, off, n, 0, 0) == 0);
-	}
+	change_every_block(rpp, local);
 	bool back = false;
 	const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
 	while (!back && std::chrono::steady_clock::now() < give_up) {
@@ -780,25 +796,13 @@ TEST_CASE("async capi: a close during a catch-up waits for it, and leaves the re
 {
 	auto &e = env();
 	constexpr std::size_t big = 256 << 20;
-	e.node.write_poolset("closing.set", {"256M"});
 	local_pool local(big);
-	auto attr = c_attr();
-	unsigned nlanes = 1;
-	RPMEMpool *rpp =
-	    rpmem_create(e.target().c_str(), "closing.set", local.data(), big, &nlanes, &attr);
-	INFO(rpmem_errormsg());
-	REQUIRE(rpp);
+	RPMEMpool *rpp = create_whole("closing.set", local);
 	const auto part = e.node.part("closing.set");
 	REQUIRE(run_kill_rpmemd(e.node.dir().string()));
 	// Every block changes while the replica is away: a catch-up of 256 MiB, long enough for
 	// the close below to come in the middle of it.
-	std::mt19937 rng(std::random_device{}());
-	for (std::size_t off = 4096; off < big; off += 1 << 20) {
-		const std::size_t n = std::min<std::size_t>(1 << 20, big - off);
-		unrecorded_writes(
-		    [&] { std::memset(local.data() + off, static_cast<int>(rng() | 1), n); });
-		REQUIRE(rpmem_persist(rpp, off, n, 0, 0) == 0);
-	}
+	change_every_block(rpp, local);
 	// The catch-up has begun once the replica's header says it is not whole.
 	const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
 	while (!(replica_incompat(part) & behind_bit) && std::chrono::steady_clock::now() < give_up)
