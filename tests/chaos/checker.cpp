@@ -51,6 +51,7 @@ void checker::reset()
 	pending_.reset();
 	last_ = {};
 	reported_.clear();
+	noted_.clear();
 }
 
 std::string checker::check_calls(std::uint64_t allowance_ns, bool throttled)
@@ -68,6 +69,15 @@ std::string checker::check_calls(std::uint64_t allowance_ns, bool throttled)
 		if (!session_longest && c.longest_ns > longest_ns) {
 			longest_ns = c.longest_ns;
 			longest_what = c.longest_what;
+		}
+		auto &noted = noted_[c.slot];
+		if (!session_longest && c.longest_ns > bound_ns_ && c.longest_ns > noted) {
+			noted = c.longest_ns;
+			over_bound_.push_back(fmt::format(
+			    "a {} of thread {} took {:.3f} s, over its bound {:.3f} s{}",
+			    c.longest_what, c.slot, double(c.longest_ns) / 1e9,
+			    double(bound_ns_) / 1e9,
+			    throttled ? " (behind a throttled link)" : ""));
 		}
 		auto &seen = reported_[c.slot];
 		if (throttled) {

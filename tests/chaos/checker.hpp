@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <sys/types.h>
+#include <utility>
 #include <vector>
 
 namespace rpmem::chaos
@@ -66,6 +67,9 @@ public:
 	std::string longest_what;
 	std::uint64_t over_bound_throttled = 0; // calls over the bound behind a throttled link
 	std::uint64_t unmarked_by_gap = 0;      // rounds that found a replica unmarked by the gap
+	/** Calls seen over their bound but within the allowance since the last take, one line
+	 *  each, for the run's log (which fault they met is read beside them). */
+	std::vector<std::string> take_over_bound() { return std::exchange(over_bound_, {}); }
 
 private:
 	void reset();
@@ -87,6 +91,8 @@ private:
 	pid_t pid_ = -1;
 	std::uint64_t since_ = 0;
 	std::map<std::size_t, std::uint64_t> reported_; // slot -> longest already judged
+	std::map<std::size_t, std::uint64_t> noted_;    // slot -> longest already logged over bound
+	std::vector<std::string> over_bound_;
 };
 
 } // namespace rpmem::chaos

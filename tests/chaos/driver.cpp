@@ -342,7 +342,10 @@ void chaos_run::check_round()
 		for (int h : w.config().hosts)
 			throttled =
 			    throttled || slow_last_[static_cast<std::size_t>(h)] >= now - reach;
-		if (auto why = cs_[i]->round(allowance, throttled); !why.empty()) {
+		auto why = cs_[i]->round(allowance, throttled);
+		for (const auto &o : cs_[i]->take_over_bound())
+			note(fmt::format("writer {}: {}", w.name(), o));
+		if (!why.empty()) {
 			fail(fmt::format("writer {} ({}): {}", w.name(), name(w.config().kind),
 			                 why));
 			return;
