@@ -18,6 +18,8 @@
 #
 # REPLICATION=async runs the writer with RPMEM_REPLICATION=async (its calls not held by the
 # outage; the catch-up's last round holds its sending thread instead).
+# REPLICA_DIR=D puts the replica's pool under D instead of /dev/shm (for example a tmpfs
+# mounted with huge=always, whose 2 MiB pages fault in as a DAX file system's do).
 # RESIDENT=N runs rpmemd with --resident=N (sessions handed to a spare that loaded libfabric
 # ahead; rpmemd(1)); the process killed is then the session's (rpmemd-session).
 # Uses the build in ${BUILD_DIR:-build} as it is (scripts/build.sh first). Prints one line per
@@ -29,7 +31,7 @@ build=$(cd "${BUILD_DIR:-build}" && pwd)
 threads=${THREADS:-4}
 out=${OUT:-/tmp/rpmem-outage.log}
 work=$(mktemp -d /tmp/rpmem-outage.XXXXXX)
-replica=$(mktemp -d /dev/shm/rpmem-outage.XXXXXX)
+replica=$(mktemp -d "${REPLICA_DIR:-/dev/shm}/rpmem-outage.XXXXXX")
 writer_pid=
 cleanup() {
   pkill -f "^rpmemd-(resident|spare|session) --poolset-dir=$replica" 2>/dev/null || true
