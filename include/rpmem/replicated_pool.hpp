@@ -110,7 +110,9 @@ public:
 		/** Asynchronous mode: persist blocks while more than this many bytes, or data older
 		 * than max_lag_time, wait for replication. persist() snapshots each range (the
 		 * replicas get what was persisted, in persist order, never later writes): the
-		 * snapshots take max_lag_bytes of memory, at least 4 MiB. */
+		 * snapshots take max_lag_bytes of memory, at least 4 MiB. A replica that answers
+		 * slowly (a congested link) is not lost: persists then go at its pace, and one may
+		 * wait for the whole batch in flight, seconds behind a very slow link. */
 		std::size_t max_lag_bytes = 64u << 20;
 		std::chrono::milliseconds max_lag_time{1000};
 		/** How to reach every remote replica's rpmemd (defaults: the environment; with
