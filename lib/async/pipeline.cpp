@@ -94,6 +94,7 @@ void pipeline::wait_for_lag(clock_type::time_point start, std::unique_lock<std::
 		waited = true;
 		done_cv_.wait_for(lk, std::chrono::milliseconds(10));
 		now = clock_type::now();
+		check_congestion(now, lk);
 	}
 	if (waited) {
 		++done_.lag_waits;
@@ -110,7 +111,8 @@ void pipeline::enqueue_chunk(range r, const std::byte *bytes, clock_type::time_p
 		// Full: the replicator frees the oldest snapshots as the replicas take them.
 		do {
 			work_cv_.notify_one();
-			done_cv_.wait(lk);
+			done_cv_.wait_for(lk, std::chrono::milliseconds(10));
+			check_congestion(clock_type::now(), lk);
 			rethrow_error();
 		} while (queue_.full() || !staging_.alloc(r.length, &pos, &charge));
 		++done_.room_waits;
@@ -186,6 +188,7 @@ void pipeline::retire(const taken &t, std::exception_ptr err)
 		lag_bytes_ -= t.bytes;
 		staging_.release(t.charge);
 		in_flight_ = 0;
+		congestion_said_ = false;
 		done_.replicated += t.n;
 		++done_.batches;
 		if (err && !error_) {
@@ -201,8 +204,28 @@ void pipeline::barrier()
 	std::unique_lock lk(q_mu_);
 	const std::uint64_t target = done_.enqueued;
 	work_cv_.notify_one();
-	done_cv_.wait(lk, [&] { return done_.replicated >= target || !replicator_.joinable(); });
+	while (!(done_.replicated >= target || !replicator_.joinable())) {
+		done_cv_.wait_for(lk, std::chrono::milliseconds(10));
+		check_congestion(clock_type::now(), lk);
+	}
 	rethrow_error();
+}
+
+void pipeline::check_congestion(clock_type::time_point now, std::unique_lock<std::mutex> &lk)
+{
+	// Only a batch in flight is the replicas' doing: between batches the replicator is
+	// about to take the next one.
+	if (bounds_.congestion.count() == 0 || congestion_said_ || in_flight_ == 0 ||
+	    queue_.empty())
+		return;
+	const auto oldest = now - queue_.front().when;
+	if (oldest <= bounds_.max_lag_time + bounds_.congestion)
+		return;
+	congestion_said_ = true;
+	++done_.congestions;
+	lk.unlock();
+	out_.congested(oldest);
+	lk.lock();
 }
 
 void pipeline::finish()

@@ -138,6 +138,9 @@ private:
 	std::atomic<std::uint64_t> caught_up_{0}; // bytes every catch-up moved: its progress
 	std::atomic<std::uint64_t> epoch_{0};     // sessions so far
 	std::atomic<state> state_{state::in_sync};
+	// Dropped for being too slow (one_replica::congested) and not in sync since: its
+	// catch-up holds the calls only for a round its measured rate says is short.
+	std::atomic<bool> slow_{false};
 	mutable std::mutex mu_; // state changes, the cause, the outage's start, attr_
 	std::condition_variable cv_;
 	std::string cause_;

@@ -129,6 +129,10 @@ bool remote_writer::catch_up()
 	std::vector<client::byte_span> taken;
 	std::uint64_t previous = 0;
 	int round = 0;
+	// The round before the one next() plans: when it began and what it moved (blocks
+	// written again meanwhile are skipped, left to a later round: its rate is what moved).
+	auto round_start = start;
+	std::uint64_t moved_before = 0;
 	clock_type::time_point held_from{};
 	std::unique_lock held(sink_->mu, std::defer_lock); // the last round holds the replicator
 	bool gate_closed = false;
@@ -156,8 +160,20 @@ bool remote_writer::catch_up()
 			    std::uint64_t bytes = 0;
 			    for (const auto &r : taken)
 				    bytes += r.size();
-			    if (client::last_catch_up_round(bytes, previous, ++round,
-			                                    cfg_.catch_up_hold_bytes)) {
+			    ++round;
+			    const auto now = clock_type::now();
+			    // A replica dropped for being too slow: by its measured rate, so that
+			    // the calls are held no longer than the lag bound would hold them.
+			    const bool last =
+			        slow_.load()
+			            ? client::last_round_of_slow(bytes, dest.moved - moved_before,
+			                                         now - round_start,
+			                                         cfg_.lag.max_lag_time)
+			            : client::last_catch_up_round(bytes, previous, round,
+			                                          cfg_.catch_up_hold_bytes);
+			    round_start = now;
+			    moved_before = dest.moved;
+			    if (last) {
 				    // The calls that record wait from here, and the persists queued
 				    // before the replica went away are recorded first: a range
 				    // recorded by a call must not move before an older snapshot of
@@ -201,6 +217,7 @@ bool remote_writer::catch_up()
 		return false;
 	}
 	moving_.store(0, std::memory_order_relaxed);
+	slow_.store(false);
 	std::lock_guard l(mu_);
 	outage_start_ = {};
 	set_state(state::in_sync,

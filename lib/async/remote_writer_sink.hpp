@@ -21,6 +21,9 @@ class remote_writer::one_replica final : public sink
 public:
 	explicit one_replica(remote_writer &w) : w_(w) {}
 	void send(const std::vector<piece> &batch, const staging_ring &ring) override;
+	/** The replica did not keep the lag bound (config::lag.congestion, continue only):
+	 *  its session is failed, so the batch is recorded and the replica caught up later. */
+	void congested(clock_type::duration oldest) override;
 
 	/** The session's lane 0 and the dirty map's writers: the replicator, a call after a
 	 *  barrier, the catch-up's last round (which holds it while it brings the replica in

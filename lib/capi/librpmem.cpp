@@ -182,6 +182,10 @@ start_async(bool create, const char *target, const char *descriptor, void *addr,
 	c.lag.max_lag_bytes = s.async_max_lag_bytes;
 	c.lag.max_lag_time = s.async_max_lag_time;
 	c.keep_going = s.async_keep_going;
+	// Under continue a replica too slow to keep the lag bound is dropped after RPMEM_TIMEOUT
+	// more, and caught up once it keeps up; under fail the calls go at its pace.
+	if (c.keep_going)
+		c.lag.congestion = s.op_timeout;
 	c.nlanes = std::max(1u, std::min<unsigned>(*nlanes, s.max_nlanes));
 	c.marked = rp->has_headers();
 	*nlanes = c.nlanes;

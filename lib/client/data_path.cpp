@@ -259,4 +259,14 @@ void data_path::shutdown()
 	impl_->shutdown();
 }
 
+void data_path::fail(int err, const std::string &why) noexcept
+{
+	try {
+		impl_->health.fail(err, why);
+	} catch (...) {
+		// Out of memory for the reason: the path stays as it is, and the caller's bound
+		// is not kept this time.
+	}
+}
+
 } // namespace rpmem::client

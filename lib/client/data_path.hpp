@@ -100,6 +100,11 @@ public:
 	/** Ends every connection (fi_shutdown; with sockets the endpoints' close does it, see
 	 *  fabric::endpoint::shutdown); later calls fail with ECONNRESET. Idempotent. */
 	void shutdown();
+	/** Fails the path from any thread, as a broken connection would: every wait on it, now
+	 *  and later, throws rpmem::error(err, why) (ETIMEDOUT: prefixed by the host). The
+	 *  connections stay; shutdown() or the session's end closes them. Idempotent: the first
+	 *  failure wins. */
+	void fail(int err, const std::string &why) noexcept;
 
 private:
 	void persist(std::uint64_t offset, std::uint64_t length, unsigned lane, bool wait_now);

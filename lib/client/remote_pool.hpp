@@ -101,6 +101,14 @@ public:
 	/** Gives the session up without telling rpmemd (client::control_session::abandon): a
 	 *  reconnect replaces it. Calls waiting on it fail; close() does nothing after. */
 	void abandon() noexcept;
+	/** Fails the data path from any thread (data_path::fail): the calls waiting on it throw
+	 *  `why` now, and what the session's owner does next (abandon, close) is as for any
+	 *  failure. */
+	void give_up(int err, const std::string &why) noexcept
+	{
+		if (data_)
+			data_->fail(err, why);
+	}
 
 private:
 	shape contract() const override;

@@ -16,6 +16,7 @@
 #include "control/messages.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -162,6 +163,24 @@ constexpr bool last_catch_up_round(std::uint64_t bytes, std::uint64_t previous, 
 {
 	return bytes <= small || (round > 1 && bytes > previous / 2) ||
 	       round >= max_catch_up_rounds;
+}
+
+/** Whether a catch-up's round, about to move `bytes`, is its last (moved with the calls held)
+ *  when the replica was dropped for being too slow to keep the lag bound: only when the round
+ *  before, which moved `previous` bytes in `took`, says this one takes `budget` or less (an
+ *  empty round always is). Otherwise another round moves it with the calls going on, however
+ *  many that takes: a replica that cannot keep up stays catching up (DRBD's "Behind"),
+ *  rather than hold the calls for what its link takes. */
+constexpr bool last_round_of_slow(std::uint64_t bytes, std::uint64_t previous,
+                                  std::chrono::nanoseconds took, std::chrono::nanoseconds budget)
+{
+	if (bytes == 0)
+		return true;
+	if (previous == 0)
+		return false; // its rate is not known yet
+	// bytes / (previous / took) <= budget, without the division
+	return static_cast<double>(bytes) * static_cast<double>(took.count()) <=
+	       static_cast<double>(budget.count()) * static_cast<double>(previous);
 }
 
 /** The same protocol with the ranges given a round at a time: next() until it returns none

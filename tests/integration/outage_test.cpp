@@ -219,6 +219,71 @@ TEST_CASE("outage, asynchronous: the link down longer than the reconnect timeout
 	s.check_replica();
 }
 
+TEST_CASE("outage, asynchronous: a replica behind a throttled link is dropped instead of setting "
+          "the writer's pace, and caught up once the link is fast again",
+          "[outage][capi][pmemobj][netns][async]")
+{
+	split_hosts hosts;
+	auto &net = hosts.net;
+	auto &node = hosts.node;
+	log_setup s(*hosts.server, node, net.client_ns());
+	// Only the fabric is throttled below, not the SSH channel, and the keep-alive is well
+	// inside RPMEM_TIMEOUT: the replica answers it, so what drops it is its pace, not its
+	// silence.
+	auto w =
+	    s.start({"RPMEM_REPLICATION=async", "RPMEM_RECONNECT_TIMEOUT=1000",
+	             "RPMEM_TIMEOUT=2000", "RPMEM_KEEPALIVE=300", "RPMEM_ASYNC_MAX_LAG_MS=500"});
+	s.wait_total(2000, *w);
+	// 256 kbit/s: the writers' transactions need far more, so the lag bound would hold every
+	// call at the link's pace. Under RPMEM_ASYNC_ON_FAILURE=continue (the default) the
+	// replica is dropped once the oldest persist not on it is RPMEM_ASYNC_MAX_LAG_MS +
+	// RPMEM_TIMEOUT old.
+	net.set_rate(256, hosts.server->port());
+	const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+	while (s.errors().find("the replica is too slow") == std::string::npos &&
+	       std::chrono::steady_clock::now() < give_up)
+		std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	{
+		INFO("the writer's stderr:\n" << s.errors());
+		REQUIRE(s.errors().find("the replica is too slow") != std::string::npos);
+	}
+	// The writer goes on meanwhile, at its own pace. At 16 Mbit/s the healer reconnects (at
+	// 256 kbit/s the old session's unsent bytes would keep the new one from starting) and
+	// catches up over the slow link: its rounds hold no call, and none is its last while the
+	// link's measured rate says it takes longer than the lag bound, so the replica stays
+	// catching up. (Without that rule the second round, which moves about what the first did
+	// as the writers rewrite their rings, would be taken as the last: the calls held for the
+	// seconds the link takes, and the replica in sync meanwhile.)
+	net.set_rate(16384, hosts.server->port());
+	const auto reconnect_by = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+	while (s.errors().find("replica catching_up") == std::string::npos &&
+	       std::chrono::steady_clock::now() < reconnect_by)
+		std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	{
+		INFO("the writer's stderr:\n" << s.errors());
+		REQUIRE(s.errors().find("replica catching_up") != std::string::npos);
+	}
+	// Time for a first round of a few MB at 2 MB/s and the start of a second.
+	std::this_thread::sleep_for(std::chrono::seconds(6));
+	s.wait_total(s.total() + 1000, *w);
+	{
+		INFO("the writer's stderr:\n" << s.errors());
+		CHECK(s.errors().find("replica in_sync") == std::string::npos);
+	}
+	net.set_rate(0);
+	const auto back_by = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+	while (s.errors().find("replica in_sync (caught up") == std::string::npos &&
+	       std::chrono::steady_clock::now() < back_by)
+		std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	const auto caught = s.total();
+	s.wait_total(caught + 2000, *w);
+	INFO("the writer's stderr:\n" << s.errors());
+	CHECK(s.errors().find("replica catching_up") != std::string::npos);
+	CHECK(s.errors().find("replica in_sync (caught up") != std::string::npos);
+	s.finish(*w);
+	s.check_replica();
+}
+
 TEST_CASE("outage, continue: the writer killed at random points of an outage and of the catch-up "
           "leaves its replica marked and refused until rpmem sync, which restores every record",
           "[outage][capi][pmemobj][netns][kill]")

@@ -11,7 +11,9 @@
 #include <sched.h>
 #include <stdexcept>
 #include <sys/wait.h>
+#include <tuple>
 #include <unistd.h>
+#include <utility>
 
 namespace rpmem::test
 {
@@ -133,6 +135,38 @@ void netns_pair::set_link(bool up)
 {
 	run_checked(
 	    fmt::format("{}ip link set {} {}", exec_client(), client_veth_, up ? "up" : "down"));
+}
+
+void netns_pair::set_rate(unsigned kbit, std::uint16_t spared_port)
+{
+	// The client's end sends to the port, the server's end from it.
+	for (const auto &[exec, dev, match] : {std::tuple{exec_client(), client_veth_, "dport"},
+	                                       std::tuple{exec_server(), server_veth_, "sport"}}) {
+		run_checked(
+		    fmt::format("{}tc qdisc del dev {} root 2>/dev/null || true", exec, dev));
+		if (kbit == 0)
+			continue;
+		if (spared_port == 0) {
+			run_checked(
+			    fmt::format("{}tc qdisc add dev {} root tbf rate {}kbit burst 16kb "
+			                "latency 400ms",
+			                exec, dev, kbit));
+			continue;
+		}
+		// htb (this kernel has no prio): the spared port's packets go to a class of their
+		// own, unshaped; every other packet to the default class, shaped.
+		run_checked(
+		    fmt::format("{}tc qdisc add dev {} root handle 1: htb default 30", exec, dev));
+		run_checked(fmt::format(
+		    "{}tc class add dev {} parent 1: classid 1:10 htb rate 10gbit", exec, dev));
+		run_checked(
+		    fmt::format("{}tc class add dev {} parent 1: classid 1:30 htb rate {}kbit "
+		                "ceil {}kbit",
+		                exec, dev, kbit, kbit));
+		run_checked(fmt::format("{}tc filter add dev {} parent 1: protocol ip prio 1 u32 "
+		                        "match ip {} {} 0xffff flowid 1:10",
+		                        exec, dev, match, spared_port));
+	}
 }
 
 void in_netns(const std::string &ns, const std::function<void()> &fn)

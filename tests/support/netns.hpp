@@ -10,6 +10,7 @@
 //   net.set_link(false);                       // cut; set_link(true) restores it
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -45,6 +46,11 @@ public:
 
 	/** Brings the client's veth end down (false) or up (true): the link is cut or restored. */
 	void set_link(bool up);
+	/** Throttles both ends of the link to `kbit` kbit/s (tc's token bucket filter), or
+	 *  (0) lets it run at full speed again. With `spared_port`, TCP traffic to and from that
+	 *  port of the server (its sshd: the control channel) is not throttled, only the rest
+	 *  (the fabric). Needs tc (iproute2). */
+	void set_rate(unsigned kbit, std::uint16_t spared_port = 0);
 
 	/** Runs fn on the calling thread inside the server namespace (sockets it creates and
 	 *  processes it forks stay there), then returns the thread to its namespace. */

@@ -8,6 +8,7 @@
 #include "rpmem/error.hpp"
 
 #include <catch2/catch.hpp>
+#include <chrono>
 
 #include <algorithm>
 #include <string>
@@ -148,4 +149,27 @@ TEST_CASE("a catch-up takes its last round when it is small, stops converging, o
 	CHECK(last_catch_up_round(200 * M, 0, 1, 256 * M));
 	CHECK_FALSE(last_catch_up_round(M, 0, 1, 0));
 	CHECK(last_catch_up_round(0, 0, 1, 0));
+}
+
+TEST_CASE("a catch-up of a replica dropped for being too slow takes its last round only when the "
+          "rate of the round before says it is short",
+          "[client][sync]")
+{
+	using rpmem::client::last_round_of_slow;
+	using std::chrono::milliseconds;
+	constexpr std::uint64_t M = 1u << 20;
+	const milliseconds budget{500};
+	// An empty round is the last, whatever came before.
+	CHECK(last_round_of_slow(0, 0, milliseconds(0), budget));
+	CHECK(last_round_of_slow(0, 4 * M, milliseconds(9000), budget));
+	// The first round (nothing moved before it: no rate known) is never the last, however
+	// small: over a slow link even 4 KiB may take long.
+	CHECK_FALSE(last_round_of_slow(4096, 0, milliseconds(0), budget));
+	// 4 MiB moved in 2 s (2 MiB/s): 1 MiB takes 500 ms, the budget; a byte more does not fit.
+	CHECK(last_round_of_slow(M, 4 * M, milliseconds(2000), budget));
+	CHECK_FALSE(last_round_of_slow(M + 1, 4 * M, milliseconds(2000), budget));
+	// Round after round of what the writers dirty again (no convergence) stays unheld while
+	// the link is slow, and is the last once the link is fast: the same bytes, moved in 10 ms.
+	CHECK_FALSE(last_round_of_slow(4 * M, 4 * M, milliseconds(2000), budget));
+	CHECK(last_round_of_slow(4 * M, 4 * M, milliseconds(10), budget));
 }
