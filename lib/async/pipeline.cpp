@@ -149,6 +149,7 @@ pipeline::taken pipeline::take_batch(std::vector<piece> &batch)
 		// At most max_batch: a batch is sent, and its ring space freed, as a whole.
 		t.n = std::min(queue_.size(), max_batch);
 		in_flight_ = t.n;
+		batch_start_ = clock_type::now();
 	}
 	batch.clear();
 	// In persist order (a replica holds a prefix of the persists); a range continuing the
@@ -218,14 +219,20 @@ void pipeline::check_congestion(clock_type::time_point now, std::unique_lock<std
 	if (bounds_.congestion.count() == 0 || congestion_said_ || in_flight_ == 0 ||
 	    queue_.empty())
 		return;
-	const auto oldest = now - queue_.front().when;
-	if (oldest <= bounds_.max_lag_time + bounds_.congestion)
+	// The batch's own time, not its snapshots' age: those queued behind a slow batch are old
+	// when the next one takes them, through no fault of the replicas it goes to.
+	const auto sending = now - batch_start_;
+	if (sending <= bounds_.congestion)
 		return;
-	congestion_said_ = true;
-	++done_.congestions;
+	const auto batch = done_.batches; // retired so far: the one in flight is the next
 	lk.unlock();
-	out_.congested(oldest);
+	const bool dropped = out_.congested(sending);
 	lk.lock();
+	if (!dropped)
+		return;
+	++done_.congestions;
+	if (done_.batches == batch) // not retired meanwhile: the next batch is not said of
+		congestion_said_ = true;
 }
 
 void pipeline::finish()

@@ -45,12 +45,18 @@ public:
 	virtual void send(const std::vector<piece> &batch, const staging_ring &ring) = 0;
 	/** After each batch, failed or not, outside the pipeline's lock. */
 	virtual void after_batch() {}
-	/** bounds::congestion: a call has waited while the batch in flight kept the oldest
-	 *  unreplicated persist `oldest` old, over max_lag_time + congestion. Called once per
-	 *  batch, from the waiting call's thread, outside the pipeline's lock, while send() may
-	 *  be waiting on the replicas: a sink that drops the slow replica makes that send()
-	 *  return (its failure recorded), and the calls go on. */
-	virtual void congested(clock_type::duration oldest) { (void)oldest; }
+	/** bounds::congestion: a call waits (the lag bound, room for its snapshot, a barrier)
+	 *  while the batch in flight has been sent for `sending`, longer than the bound. Called
+	 *  once per batch, from the waiting call's thread, outside the pipeline's lock, while
+	 *  send() may be waiting on the replicas: a sink that drops the replica it waits on
+	 *  makes that send() return (its failure recorded), and the calls go on. False: it did
+	 *  nothing this time (not waiting on one right now), and is asked again at the next
+	 *  look. */
+	virtual bool congested(clock_type::duration sending)
+	{
+		(void)sending;
+		return true;
+	}
 };
 
 struct bounds {
@@ -61,10 +67,10 @@ struct bounds {
 	std::chrono::milliseconds max_lag_time{1000};
 	/** A failed batch is thrown by every later call (true) or only kept for error(). */
 	bool fail_on_error = true;
-	/** Under a policy that goes on without a replica: when a call has waited while the
-	 *  oldest unreplicated persist got older than max_lag_time + this, the sink is told
-	 *  (sink::congested), which may drop the replica that is too slow. Zero: never (the
-	 *  calls go at the slowest replica's pace). */
+	/** Under a policy that goes on without a replica: when a call waits while one batch
+	 *  has been on its way for longer than this, the sink is told (sink::congested), which
+	 *  may drop the replica that is too slow. Zero: never (the calls go at the slowest
+	 *  replica's pace). */
 	std::chrono::milliseconds congestion{0};
 };
 
@@ -134,8 +140,8 @@ private:
 	                   std::unique_lock<std::mutex> &lk);
 	void wait_for_lag(clock_type::time_point start, std::unique_lock<std::mutex> &lk);
 	/** A waiting call's look (q_mu_ held through lk; released while the sink hears it):
-	 *  tells the sink, once per batch, when the oldest unreplicated persist is older than
-	 *  the lag bound allows plus bounds::congestion. */
+	 *  tells the sink, once per batch, when the batch in flight has been sent for longer
+	 *  than bounds::congestion. */
 	void check_congestion(clock_type::time_point now, std::unique_lock<std::mutex> &lk);
 	void replicate_loop();
 	/** What a batch took from the queue: its oldest n entries, their bytes and ring space. */
@@ -189,8 +195,9 @@ private:
 	};
 
 	entry_ring queue_;
-	std::size_t in_flight_ = 0;    // the oldest in_flight_ entries are being replicated
-	bool congestion_said_ = false; // the sink heard of the batch in flight's congestion
+	std::size_t in_flight_ = 0;            // the oldest in_flight_ entries are being replicated
+	bool congestion_said_ = false;         // the sink heard of the batch in flight's congestion
+	clock_type::time_point batch_start_{}; // when the batch in flight was taken
 	std::size_t lag_bytes_ = 0;
 	progress done_; // enqueued, replicated, batches, maxima
 	std::exception_ptr error_;

@@ -74,19 +74,20 @@ void remote_writer::one_replica::send(const std::vector<piece> &batch, const sta
 	}
 }
 
-void remote_writer::one_replica::congested(clock_type::duration oldest)
+bool remote_writer::one_replica::congested(clock_type::duration sending)
 {
 	std::lock_guard r(w_.rp_mu_); // rp_ is not swapped meanwhile
 	if (w_.state_.load() != state::in_sync)
-		return;
+		return true; // away already: the batch is only recorded
 	w_.slow_.store(true);
 	w_.rp_->give_up(
 	    ETIMEDOUT,
-	    fmt::format("the replica is too slow: the oldest persist not on it is {:.0f} ms old, "
-	                "over RPMEM_ASYNC_MAX_LAG_MS + RPMEM_TIMEOUT ({} ms); it is dropped so "
-	                "that the calls keep their pace, its changes recorded, and caught up "
-	                "once it keeps up",
-	                ms(oldest), (w_.cfg_.lag.max_lag_time + w_.cfg_.lag.congestion).count()));
+	    fmt::format("the replica is too slow: a batch has been on its way to it for {:.0f} ms, "
+	                "longer than RPMEM_TIMEOUT ({} ms), while calls waited for the lag "
+	                "bound; it is dropped so that the calls keep their pace, its changes "
+	                "recorded, and caught up once it keeps up",
+	                ms(sending), w_.cfg_.lag.congestion.count()));
+	return true;
 }
 
 remote_writer::remote_writer(std::unique_ptr<client::remote_pool> rp, const std::byte *pool,

@@ -23,7 +23,7 @@ public:
 	void send(const std::vector<piece> &batch, const staging_ring &ring) override;
 	/** The replica did not keep the lag bound (config::lag.congestion, continue only):
 	 *  its session is failed, so the batch is recorded and the replica caught up later. */
-	void congested(clock_type::duration oldest) override;
+	bool congested(clock_type::duration sending) override;
 
 	/** The session's lane 0 and the dirty map's writers: the replicator, a call after a
 	 *  barrier, the catch-up's last round (which holds it while it brings the replica in

@@ -7,6 +7,10 @@
 #include "async/pipeline.hpp"
 #include "async/round_plan.hpp"
 
+#include "client/env.hpp"
+
+#include <fmt/format.h>
+
 #include <mutex>
 #include <vector>
 
@@ -21,6 +25,16 @@ namespace
 /** Ranges the replicator flushes to a replica at most before it drains them. */
 constexpr std::size_t ranges_per_drain = 32;
 
+/** Under degrade a replica too slow to keep the lag bound is dropped after the data path's
+ *  silence bound more (connect_options::timeout, else RPMEM_TIMEOUT); under fail the calls
+ *  go at its pace. */
+std::chrono::milliseconds bounds_of_congestion(const replicated_pool::options &o)
+{
+	if (o.on_failure != replicated_pool::failure_policy::degrade)
+		return std::chrono::milliseconds(0);
+	return o.remote.timeout.count() ? o.remote.timeout : client::process_settings().op_timeout;
+}
+
 /** Sends the pipeline's batches to every active remote replica, in rounds. */
 class replica_sink final : public async::sink
 {
@@ -28,10 +42,60 @@ public:
 	explicit replica_sink(replicated_pool::impl &d) : d_(d) {}
 	void send(const std::vector<async::piece> &batch, const async::staging_ring &ring) override;
 	void after_batch() override { d_.notify_lost(); }
+	/** The replica the replicator waits on did not keep the lag bound (degrade only): its
+	 *  session is failed, so it is lost, what it misses recorded, and caught up later. */
+	bool congested(async::clock_type::duration sending) override;
 
 private:
+	/** Runs op on replica r, which congested() may then fail. */
+	template <class Op> void on(remote_replica &r, Op &&op);
+
 	replicated_pool::impl &d_;
+	std::mutex busy_mu_;
+	remote_replica *busy_ = nullptr; // the replica op runs on; its session stays meanwhile
+	async::clock_type::time_point busy_since_{};
 };
+
+template <class Op> void replica_sink::on(remote_replica &r, Op &&op)
+{
+	{
+		std::lock_guard b(busy_mu_);
+		busy_ = &r;
+		busy_since_ = async::clock_type::now();
+	}
+	struct done {
+		replica_sink &s;
+		~done()
+		{
+			std::lock_guard b(s.busy_mu_);
+			s.busy_ = nullptr;
+		}
+	} leave{*this};
+	op();
+}
+
+bool replica_sink::congested(async::clock_type::duration sending)
+{
+	// The replica the replicator has been waiting on for a while: not one it only posts to
+	// on its way to the slow one.
+	std::lock_guard b(busy_mu_);
+	if (!busy_ || !busy_->rp ||
+	    async::clock_type::now() - busy_since_ < std::chrono::milliseconds(50))
+		return false;
+	{
+		std::lock_guard s(d_.state_mu);
+		busy_->slow = true;
+	}
+	busy_->rp->give_up(
+	    ETIMEDOUT,
+	    fmt::format("the replica is too slow: a batch has been on its way to it for {:.0f} ms, "
+	                "longer than RPMEM_TIMEOUT ({} ms), while calls waited for the lag "
+	                "bound; it is dropped so that the calls keep their pace, its changes "
+	                "recorded, and caught up once it keeps up",
+	                std::chrono::duration<double, std::milli>(sending).count(),
+	                bounds_of_congestion(d_.opts).count()));
+	return true;
+}
 
 void replica_sink::send(const std::vector<async::piece> &batch, const async::staging_ring &ring)
 {
@@ -50,20 +114,22 @@ void replica_sink::send(const std::vector<async::piece> &batch, const async::sta
 		d_.remote_all(
 		    "asynchronous replication",
 		    [&](remote_replica &r) {
-			    if (r.staged_on != r.rp.get()) {
-				    r.rp->register_source(ring.base(), ring.capacity());
-				    r.staged_on = r.rp.get();
-			    }
-			    for (std::size_t k = from; k < to; ++k)
-				    r.rp->flush_from(batch[k].src, batch[k].r.offset,
-				                     batch[k].r.length, 0);
-			    r.rp->drain_ahead(0);
+			    on(r, [&] {
+				    if (r.staged_on != r.rp.get()) {
+					    r.rp->register_source(ring.base(), ring.capacity());
+					    r.staged_on = r.rp.get();
+				    }
+				    for (std::size_t k = from; k < to; ++k)
+					    r.rp->flush_from(batch[k].src, batch[k].r.offset,
+					                     batch[k].r.length, 0);
+				    r.rp->drain_ahead(0);
+			    });
 		    },
 		    [](remote_replica &) {});
 	}
 	d_.remote_all(
 	    "asynchronous replication", [](remote_replica &) {},
-	    [](remote_replica &r) { r.rp->complete(0); },
+	    [&](remote_replica &r) { on(r, [&] { r.rp->complete(0); }); },
 	    [&] {
 		    // What a lost replica misses (also one this batch lost): its catch-up's.
 		    for (const auto &p : batch)
@@ -77,6 +143,7 @@ async::bounds bounds_of(const replicated_pool::options &o)
 	b.max_lag_bytes = o.max_lag_bytes;
 	b.max_lag_time = o.max_lag_time;
 	b.fail_on_error = o.on_failure == replicated_pool::failure_policy::fail;
+	b.congestion = bounds_of_congestion(o);
 	return b;
 }
 

@@ -98,6 +98,9 @@ struct remote_replica {
 	// (which marks its header before the first byte moves).
 	bool unmarked = false;
 	std::uint64_t moving = 0; // bytes of the catch-up's round in flight (state_mu)
+	// Dropped for being too slow to keep the lag bound (asynchronous mode, degrade): its
+	// catch-up holds the calls only for a round its measured rate says is short (state_mu).
+	bool slow = false;
 	// While a catch-up moves its blocks in synchronous mode: the persists go to it directly
 	// when the window lets them. Set and cleared with remote_mu held exclusively, so a call
 	// (which holds it shared) sees it and the session it goes with, or neither.

@@ -238,6 +238,8 @@ public:
 	catch_up_rounds(replicated_pool::impl &d, remote_replica &r)
 	    : d_(d), r_(r), held_(d.remote_mu, std::defer_lock)
 	{
+		std::lock_guard s(d_.state_mu);
+		slow_ = r_.slow;
 	}
 	~catch_up_rounds() { in_flight(0); }
 
@@ -252,7 +254,16 @@ public:
 		}
 		taken_ = r_.dirty->take();
 		std::uint64_t bytes = bytes_of(taken_);
-		if (client::last_catch_up_round(bytes, previous_, ++rounds_)) {
+		++rounds_;
+		const auto now = std::chrono::steady_clock::now();
+		// A replica dropped for being too slow: by its measured rate, so that the calls are
+		// held no longer than the lag bound would hold them.
+		const bool last =
+		    slow_ ? client::last_round_of_slow(bytes, previous_, now - round_start_,
+		                                       d_.opts.max_lag_time)
+		          : client::last_catch_up_round(bytes, previous_, rounds_);
+		round_start_ = now;
+		if (last) {
 			held_.lock();
 			auto rest = r_.dirty->take();
 			bytes += bytes_of(rest);
@@ -296,6 +307,8 @@ private:
 	std::vector<client::byte_span> taken_;
 	int rounds_ = 0;
 	std::uint64_t moved_ = 0, previous_ = 0;
+	bool slow_ = false; // remote_replica::slow when the catch-up began
+	std::chrono::steady_clock::time_point round_start_ = std::chrono::steady_clock::now();
 };
 
 /** Synchronous mode's mover: the persists go to the replica directly from its first move on
@@ -392,6 +405,10 @@ void replicated_pool::impl::catch_up(remote_replica &r, const progress_fn &progr
 	r.lanes = lanes;
 	count_lanes();
 	const auto direct = forwarded.disarm();
+	{
+		std::lock_guard s(state_mu);
+		r.slow = false; // it kept up: the next loss is judged afresh
+	}
 	const bool all_back = mark_back(*this, r);
 	rounds.release();
 	if (r.unmarked) {

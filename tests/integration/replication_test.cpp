@@ -1919,3 +1919,72 @@ TEST_CASE("replicated_pool, degrade: a replica unreachable at open is on the mas
 	              "replica 1 after the catch-up");
 	CHECK_NOTHROW(replicated_pool::open(s.path(), s.options()).close());
 }
+
+TEST_CASE("replicated_pool asynchronous, degrade: a replica too slow to keep the lag bound (its "
+          "rpmemd starved) is dropped instead of setting the writers' pace, then caught up",
+          "[replication][fault][outage][async]")
+{
+	// Read at the first pool: ctest runs each test case in a process of its own. The replica
+	// is dropped once the oldest persist not on it is max_lag_time + RPMEM_TIMEOUT old.
+	::setenv("RPMEM_TIMEOUT", "2000", 1);
+	sshd server;
+	replicated_setup s(server, 2, {"8M"}, false, "8M");
+	replicated_pool::options o;
+	o.on_failure = replicated_pool::failure_policy::degrade;
+	o.replication = replicated_pool::mode::asynchronous;
+	o.max_lag_time = std::chrono::milliseconds(200);
+	auto p = replicated_pool::create(s.path(), s.options(o));
+	{
+		writers w(p, 2);
+		REQUIRE(w.more(400));
+		// Replica 1's rpmemd runs 2 ms in every 302: it answers (a completion or a
+		// keep-alive at least every 0.3 s, so nothing times out), but at a pace the writers
+		// outrun.
+		const pid_t daemon = find_rpmemd(s.node(0).dir().string());
+		REQUIRE(daemon > 0);
+		std::atomic<bool> starving{true};
+		std::thread starver([&] {
+			while (starving.load()) {
+				::kill(daemon, SIGSTOP);
+				std::this_thread::sleep_for(std::chrono::milliseconds(300));
+				::kill(daemon, SIGCONT);
+				std::this_thread::sleep_for(std::chrono::milliseconds(2));
+			}
+			::kill(daemon, SIGCONT);
+		});
+		struct feed { // also when a REQUIRE ends the test
+			std::atomic<bool> &starving;
+			std::thread &t;
+			void now()
+			{
+				starving.store(false);
+				if (t.joinable())
+					t.join();
+			}
+			~feed() { now(); }
+		} fed{starving, starver};
+		const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+		while (p.replicas()[1].state == "connected" &&
+		       std::chrono::steady_clock::now() < give_up)
+			std::this_thread::sleep_for(std::chrono::milliseconds(5));
+		const auto lost = p.replicas()[1];
+		INFO("replica 1: " << lost.state << ": " << lost.error);
+		REQUIRE(lost.state != "connected");
+		CHECK(lost.error.find("the replica is too slow") != std::string::npos);
+		// The writers go on at their own pace, the other replica in service.
+		REQUIRE(w.more(2000));
+		CHECK(p.replicas()[2].in_sync);
+		// Fed again, its session (a new one: the starved one was given up) catches up.
+		fed.now();
+		REQUIRE(wait_state(p, 1, "connected"));
+		REQUIRE(w.more(400));
+		const auto failed = w.stop();
+		INFO(failed);
+		CHECK(failed.empty());
+	}
+	p.barrier();
+	auto expect = master_data(p);
+	p.close();
+	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (caught up)");
+	require_equal(expect, s.remote_data(1, expect.size() + K4), "replica 2 (never lost)");
+}

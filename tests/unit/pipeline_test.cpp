@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -220,4 +221,65 @@ TEST_CASE("pipeline: persists that wait because the replicas fell behind are cou
 		CHECK(st.lag_waits == 0);
 		p.finish();
 	}
+}
+
+namespace
+{
+
+/** Holds the replicator in send() until congested() has been asked `declines` + 1 times; the
+ *  last time it gives the replica up, and send() fails as a dropped replica's does. */
+class congested_sink final : public sink
+{
+public:
+	explicit congested_sink(int declines) : declines_(declines) {}
+	void send(const std::vector<piece> &, const staging_ring &) override
+	{
+		std::unique_lock lk(mu_);
+		cv_.wait(lk, [&] { return dropped_; });
+		throw std::runtime_error("the replica was given up");
+	}
+	bool congested(clock_type::duration sending) override
+	{
+		std::lock_guard g(mu_);
+		asked.push_back(sending);
+		if (static_cast<int>(asked.size()) <= declines_)
+			return false; // not waiting on a replica right now: ask again
+		dropped_ = true;
+		cv_.notify_all();
+		return true;
+	}
+	std::vector<clock_type::duration> asked; // read once the pipeline is finished
+
+private:
+	std::mutex mu_;
+	std::condition_variable cv_;
+	int declines_;
+	bool dropped_ = false;
+};
+
+} // namespace
+
+TEST_CASE("pipeline: a call held by a batch on its way longer than the congestion bound tells the "
+          "sink, again until it acts, then once per batch",
+          "[pipeline]")
+{
+	std::vector<std::byte> pool(2u << 20, std::byte{7});
+	bounds b;
+	b.max_lag_bytes = 1 << 20;
+	b.fail_on_error = false; // the sink's failure is kept, not thrown by the calls
+	b.congestion = std::chrono::milliseconds(50);
+	congested_sink out(2);
+	{
+		pipeline p(b, out);
+		// 2 MiB is over the 1 MiB bound: the call waits for a batch that never arrives
+		// until the sink gives its replica up.
+		p.persist({0, 2u << 20}, pool.data());
+		const auto st = p.status();
+		CHECK(st.congestions == 1);
+		CHECK(st.lag_waits == 1);
+		CHECK(p.error() != nullptr);
+	}
+	REQUIRE(out.asked.size() == 3); // declined twice, then acted: never again for that batch
+	for (const auto &d : out.asked)
+		CHECK(d > std::chrono::milliseconds(50));
 }
