@@ -111,8 +111,12 @@ public:
 		 * than max_lag_time, wait for replication. persist() snapshots each range (the
 		 * replicas get what was persisted, in persist order, never later writes): the
 		 * snapshots take max_lag_bytes of memory, at least 4 MiB. A replica that answers
-		 * slowly (a congested link) is not lost: persists then go at its pace, and one may
-		 * wait for the whole batch in flight, seconds behind a very slow link. */
+		 * but slowly holds the calls while it keeps up with the bound. Under
+		 * failure_policy::degrade one that does not (a batch on its way to it for longer
+		 * than the data path's silence bound, connect_options::timeout or RPMEM_TIMEOUT,
+		 * while calls wait) is lost ("the replica is too slow") and caught up as after an
+		 * outage, its last round held only when the measured rate says it is shorter than
+		 * max_lag_time (DRBD's pull-ahead); under fail the calls go at its pace. */
 		std::size_t max_lag_bytes = 64u << 20;
 		std::chrono::milliseconds max_lag_time{1000};
 		/** How to reach every remote replica's rpmemd (defaults: the environment; with
