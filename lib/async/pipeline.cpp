@@ -2,6 +2,8 @@
 // Asynchronous replication's engine (see pipeline.hpp).
 #include "async/pipeline.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -17,6 +19,16 @@ constexpr std::size_t max_batch = 4096;
 constexpr std::size_t max_queued = 65536;
 
 } // namespace
+
+std::string too_slow(clock_type::duration sending, std::chrono::milliseconds bound)
+{
+	return fmt::format("the replica is too slow: a batch has been on its way to it for "
+	                   "{:.0f} ms, longer than RPMEM_TIMEOUT ({} ms), while calls waited for "
+	                   "the lag bound; it is dropped so that the calls keep their pace, its "
+	                   "changes recorded, and caught up once it keeps up",
+	                   std::chrono::duration<double, std::milli>(sending).count(),
+	                   bound.count());
+}
 
 pipeline::pipeline(const bounds &b, sink &out) : bounds_(b), out_(out), queue_(max_queued)
 {

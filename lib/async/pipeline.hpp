@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -58,6 +59,10 @@ public:
 		return true;
 	}
 };
+
+/** Why a sink drops a replica told of congestion (sink::congested): the batch's time on its
+ *  way, the bound, and what happens next — the text both writers' logs give. */
+std::string too_slow(clock_type::duration sending, std::chrono::milliseconds bound);
 
 struct bounds {
 	/** persist() waits while more than this many bytes are not replicated yet; the staging

@@ -80,13 +80,7 @@ bool remote_writer::one_replica::congested(clock_type::duration sending)
 	if (w_.state_.load() != state::in_sync)
 		return true; // away already: the batch is only recorded
 	w_.slow_.store(true);
-	w_.rp_->give_up(
-	    ETIMEDOUT,
-	    fmt::format("the replica is too slow: a batch has been on its way to it for {:.0f} ms, "
-	                "longer than RPMEM_TIMEOUT ({} ms), while calls waited for the lag "
-	                "bound; it is dropped so that the calls keep their pace, its changes "
-	                "recorded, and caught up once it keeps up",
-	                ms(sending), w_.cfg_.lag.congestion.count()));
+	w_.rp_->give_up(ETIMEDOUT, too_slow(sending, w_.cfg_.lag.congestion));
 	return true;
 }
 

@@ -9,8 +9,6 @@
 
 #include "client/env.hpp"
 
-#include <fmt/format.h>
-
 #include <mutex>
 #include <vector>
 
@@ -86,14 +84,7 @@ bool replica_sink::congested(async::clock_type::duration sending)
 		std::lock_guard s(d_.state_mu);
 		busy_->slow = true;
 	}
-	busy_->rp->give_up(
-	    ETIMEDOUT,
-	    fmt::format("the replica is too slow: a batch has been on its way to it for {:.0f} ms, "
-	                "longer than RPMEM_TIMEOUT ({} ms), while calls waited for the lag "
-	                "bound; it is dropped so that the calls keep their pace, its changes "
-	                "recorded, and caught up once it keeps up",
-	                std::chrono::duration<double, std::milli>(sending).count(),
-	                bounds_of_congestion(d_.opts).count()));
+	busy_->rp->give_up(ETIMEDOUT, async::too_slow(sending, bounds_of_congestion(d_.opts)));
 	return true;
 }
 
