@@ -8,6 +8,7 @@
 #include "async/remote_writer.hpp"
 #include "async/remote_writer_sink.hpp"
 
+#include "client/deadline_guard.hpp"
 #include "client/exit_guard.hpp"
 #include "client/fresh_blocks.hpp"
 #include "client/healer_loop.hpp"
@@ -20,6 +21,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 
 namespace rpmem::async
 {
@@ -145,6 +147,9 @@ bool remote_writer::catch_up()
 				g.open(); // after the state says where the calls go now
 		}
 	} reopen{gate_, gate_closed};
+	// Under continue the held round is bounded as a batch is (config::lag.congestion): past
+	// it the session fails, the round with it, and the calls go on; the replica is slow.
+	std::optional<client::deadline_guard> hold_bound;
 	try {
 		client::apply_sync_rounds(
 		    dest,
@@ -184,6 +189,18 @@ bool remote_writer::catch_up()
 				    held_from = clock_type::now();
 				    gate_.close();
 				    gate_closed = true;
+				    hold_bound.emplace(cfg_.lag.congestion, [this] {
+					    std::lock_guard r(rp_mu_);
+					    rp_->give_up(
+					        ETIMEDOUT,
+					        fmt::format(
+					            "the catch-up's last round, which holds the "
+					            "calls, took longer than RPMEM_TIMEOUT ({} "
+					            "ms): "
+					            "the replica is too slow for it now; it stays "
+					            "behind, its changes recorded",
+					            cfg_.lag.congestion.count()));
+				    });
 				    pipe_->barrier();
 				    held.lock();
 				    dest.skipping = false;
@@ -200,8 +217,12 @@ bool remote_writer::catch_up()
 		    // Cleared (and the attributes set while it was away given) even when
 		    // nothing moved.
 		    {.other_writes = true});
+		hold_bound.reset();
 	} catch (const std::exception &e) {
-		dirty_.mark(taken); // may not have landed
+		hold_bound.reset();
+		if (gate_closed)
+			slow_.store(true); // its next catch-up holds the calls by its rate
+		dirty_.mark(taken);        // may not have landed
 		moving_.store(0, std::memory_order_relaxed);
 		std::lock_guard l(mu_);
 		rp_->abandon();

@@ -23,16 +23,6 @@ namespace
 /** Ranges the replicator flushes to a replica at most before it drains them. */
 constexpr std::size_t ranges_per_drain = 32;
 
-/** Under degrade a replica too slow to keep the lag bound is dropped after the data path's
- *  silence bound more (connect_options::timeout, else RPMEM_TIMEOUT); under fail the calls
- *  go at its pace. */
-std::chrono::milliseconds bounds_of_congestion(const replicated_pool::options &o)
-{
-	if (o.on_failure != replicated_pool::failure_policy::degrade)
-		return std::chrono::milliseconds(0);
-	return o.remote.timeout.count() ? o.remote.timeout : client::process_settings().op_timeout;
-}
-
 /** Sends the pipeline's batches to every active remote replica, in rounds. */
 class replica_sink final : public async::sink
 {
@@ -84,7 +74,7 @@ bool replica_sink::congested(async::clock_type::duration sending)
 		std::lock_guard s(d_.state_mu);
 		busy_->slow = true;
 	}
-	busy_->rp->give_up(ETIMEDOUT, async::too_slow(sending, bounds_of_congestion(d_.opts)));
+	busy_->rp->give_up(ETIMEDOUT, async::too_slow(sending, d_.congestion_bound()));
 	return true;
 }
 
@@ -128,13 +118,14 @@ void replica_sink::send(const std::vector<async::piece> &batch, const async::sta
 	    });
 }
 
-async::bounds bounds_of(const replicated_pool::options &o)
+async::bounds bounds_of(const replicated_pool::impl &d)
 {
+	const auto &o = d.opts;
 	async::bounds b;
 	b.max_lag_bytes = o.max_lag_bytes;
 	b.max_lag_time = o.max_lag_time;
 	b.fail_on_error = o.on_failure == replicated_pool::failure_policy::fail;
-	b.congestion = bounds_of_congestion(o);
+	b.congestion = d.congestion_bound();
 	return b;
 }
 
@@ -148,7 +139,7 @@ class asynchronous_mode final : public replication_mode
 {
 public:
 	explicit asynchronous_mode(replicated_pool::impl &d)
-	    : d_(d), sink_(d), pipe_(bounds_of(d.opts), sink_)
+	    : d_(d), sink_(d), pipe_(bounds_of(d), sink_)
 	{
 	}
 
@@ -197,6 +188,14 @@ private:
 };
 
 } // namespace
+
+std::chrono::milliseconds replicated_pool::impl::congestion_bound() const
+{
+	if (opts.replication != mode::asynchronous || opts.on_failure != failure_policy::degrade)
+		return std::chrono::milliseconds(0);
+	return opts.remote.timeout.count() ? opts.remote.timeout
+	                                   : client::process_settings().op_timeout;
+}
 
 std::unique_ptr<replication_mode> make_asynchronous_mode(replicated_pool::impl &d)
 {

@@ -177,6 +177,10 @@ struct replicated_pool::impl {
 		                  : make_synchronous_mode(*this);
 	}
 	bool may_fall_behind() const { return replication->may_fall_behind(); }
+	/** Asynchronous mode under degrade: how long one batch may take, or a catch-up's held
+	 *  last round, before the replica is too slow (connect_options::timeout, else
+	 *  RPMEM_TIMEOUT); zero otherwise (the calls go at its pace). */
+	std::chrono::milliseconds congestion_bound() const;
 	/** The calling thread's number for this pool, fixed while it keeps using the pool: its
 	 * lane. Numbered per pool, so a pool's first threads take its first lanes whatever
 	 * other pools the process has (lanes beyond the first connections' cost more where

@@ -5,6 +5,7 @@
 // move (client/replica_sync.hpp), the last round with the calls held.
 #include "replication/replicated_pool_impl.hpp"
 
+#include "client/deadline_guard.hpp"
 #include "client/log.hpp"
 #include "client/replica_sync.hpp"
 #include "client/windowed_moves.hpp"
@@ -265,6 +266,18 @@ public:
 		round_start_ = now;
 		if (last) {
 			held_.lock();
+			// Bounded as a batch is (asynchronous, degrade): past it the session fails,
+			// the round with it, and the calls go on; the replica is then slow.
+			const auto bound = d_.congestion_bound();
+			hold_bound_.emplace(bound, [this, bound] {
+				r_.rp->give_up(
+				    ETIMEDOUT,
+				    fmt::format(
+				        "the catch-up's last round, which holds the calls, took "
+				        "longer than RPMEM_TIMEOUT ({} ms): the replica is too "
+				        "slow for it now; it stays behind, its changes recorded",
+				        bound.count()));
+			});
 			auto rest = r_.dirty->take();
 			bytes += bytes_of(rest);
 			taken_.insert(taken_.end(), rest.begin(), rest.end());
@@ -274,14 +287,27 @@ public:
 		in_flight(bytes);
 		return taken_;
 	}
-	/** The round in flight goes back to the map: it may not have landed. */
+	/** The round in flight goes back to the map: it may not have landed. A last round that
+	 *  failed, the calls held, leaves the replica slow: its next catch-up holds the calls by
+	 *  its rate. */
 	void give_back()
 	{
+		hold_bound_.reset();
 		r_.dirty->mark(taken_);
 		in_flight(0);
+		if (held_.owns_lock()) {
+			std::lock_guard s(d_.state_mu);
+			r_.slow = true;
+		}
 	}
+	/** The last round landed: its bound no longer applies. */
+	void landed() { hold_bound_.reset(); }
 	/** The calls may go on again. */
-	void release() { held_.unlock(); }
+	void release()
+	{
+		hold_bound_.reset();
+		held_.unlock();
+	}
 	/** Whether the last round holds the calls. */
 	bool holding() const { return held_.owns_lock(); }
 	int rounds() const { return rounds_; }
@@ -308,6 +334,7 @@ private:
 	int rounds_ = 0;
 	std::uint64_t moved_ = 0, previous_ = 0;
 	bool slow_ = false; // remote_replica::slow when the catch-up began
+	std::optional<client::deadline_guard> hold_bound_; // while the last round holds the calls
 	std::chrono::steady_clock::time_point round_start_ = std::chrono::steady_clock::now();
 };
 
@@ -400,6 +427,7 @@ void replicated_pool::impl::catch_up(remote_replica &r, const progress_fn &progr
 		forwarded.disarm();
 		throw;
 	}
+	rounds.landed();
 	if (rounds.moved() == 0 && progress)
 		progress(0, 0); // in sync already: nothing to copy
 	r.lanes = lanes;

@@ -284,6 +284,52 @@ TEST_CASE("outage, asynchronous: a replica behind a throttled link is dropped in
 	s.check_replica();
 }
 
+TEST_CASE("outage, asynchronous: a catch-up's last round, the calls held, that the link is too "
+          "slow for ends after RPMEM_TIMEOUT, and the replica is caught up once it is fast",
+          "[outage][capi][pmemobj][netns][async]")
+{
+	split_hosts hosts;
+	auto &net = hosts.net;
+	auto &node = hosts.node;
+	log_setup s(*hosts.server, node, net.client_ns());
+	// Every catch-up round is its last (RPMEM_CATCH_UP_HOLD_BYTES over the pool's size), so
+	// the calls are held while it moves; the SSH channel is spared by the throttle below and
+	// the keep-alive is well inside RPMEM_TIMEOUT: only the round's own pace can end it.
+	auto w = s.start({"RPMEM_REPLICATION=async", "RPMEM_RECONNECT_TIMEOUT=1000",
+	                  "RPMEM_TIMEOUT=2000", "RPMEM_KEEPALIVE=300",
+	                  "RPMEM_CATCH_UP_HOLD_BYTES=268435456"});
+	s.wait_total(2000, *w);
+	// The fabric slowed to 4 Mbit/s, then rpmemd killed at once (long before a batch could
+	// be judged too slow): an outage, after which the new session (its set-up probes move
+	// under a megabyte) has its catch-up move the blocks changed meanwhile, megabytes, in
+	// one held round at 512 kB/s.
+	net.set_rate(4096, hosts.server->port());
+	REQUIRE(run_kill_rpmemd(node.dir().string()));
+	const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+	while (s.errors().find("took longer than RPMEM_TIMEOUT") == std::string::npos &&
+	       std::chrono::steady_clock::now() < give_up)
+		std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	{
+		INFO("the writer's stderr:\n" << s.errors());
+		REQUIRE(s.errors().find("catching up failed in its last round") !=
+		        std::string::npos);
+		REQUIRE(s.errors().find("took longer than RPMEM_TIMEOUT") != std::string::npos);
+	}
+	// The calls go on; the next catch-up, the replica now slow, holds them only for a round
+	// its measured rate says is short.
+	s.wait_total(s.total() + 5000, *w);
+	net.set_rate(0);
+	const auto back_by = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+	while (s.errors().find("replica in_sync (caught up") == std::string::npos &&
+	       std::chrono::steady_clock::now() < back_by)
+		std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	s.wait_total(s.total() + 2000, *w);
+	INFO("the writer's stderr:\n" << s.errors());
+	CHECK(s.errors().find("replica in_sync (caught up") != std::string::npos);
+	s.finish(*w);
+	s.check_replica();
+}
+
 TEST_CASE("outage, continue: the writer killed at random points of an outage and of the catch-up "
           "leaves its replica marked and refused until rpmem sync, which restores every record",
           "[outage][capi][pmemobj][netns][kill]")

@@ -163,6 +163,10 @@ void netns_pair::set_rate(unsigned kbit, std::uint16_t spared_port)
 		    fmt::format("{}tc class add dev {} parent 1: classid 1:30 htb rate {}kbit "
 		                "ceil {}kbit",
 		                exec, dev, kbit, kbit));
+		// A short queue, as tbf's latency bound gives: htb's default leaf queues a thousand
+		// packets, seconds at these rates, which a new connection would wait behind.
+		run_checked(fmt::format(
+		    "{}tc qdisc add dev {} parent 1:30 handle 30: pfifo limit 16", exec, dev));
 		run_checked(fmt::format("{}tc filter add dev {} parent 1: protocol ip prio 1 u32 "
 		                        "match ip {} {} 0xffff flowid 1:10",
 		                        exec, dev, match, spared_port));

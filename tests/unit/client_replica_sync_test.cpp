@@ -3,6 +3,7 @@
 // (diff_sums): the promise "marked before the first byte moves, cleared after the last" tried
 // against a destination that records every step and fails where it is told to.
 #include "client/block_diff.hpp"
+#include "client/deadline_guard.hpp"
 #include "client/replica_sync.hpp"
 
 #include "rpmem/error.hpp"
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace rpmem::client;
@@ -172,4 +174,30 @@ TEST_CASE("a catch-up of a replica dropped for being too slow takes its last rou
 	// the link is slow, and is the last once the link is fast: the same bytes, moved in 10 ms.
 	CHECK_FALSE(last_round_of_slow(4 * M, 4 * M, milliseconds(2000), budget));
 	CHECK(last_round_of_slow(4 * M, 4 * M, milliseconds(10), budget));
+}
+
+TEST_CASE("a catch-up's held round is bounded: the guard acts once past its time, never when "
+          "the round ends first or when it has no bound",
+          "[client][sync]")
+{
+	using rpmem::client::deadline_guard;
+	using std::chrono::milliseconds;
+	std::atomic<int> fired{0};
+	{
+		deadline_guard g(milliseconds(20), [&] { ++fired; });
+		// Until it acts (bounded: the test's timeout).
+		while (!g.expired())
+			std::this_thread::sleep_for(milliseconds(1));
+	}
+	CHECK(fired.load() == 1);
+	{
+		deadline_guard g(milliseconds(60000), [&] { ++fired; });
+		CHECK_FALSE(g.expired());
+	} // ended first: the destructor does not wait for the bound, and nothing runs
+	{
+		deadline_guard g(milliseconds(0), [&] { ++fired; });
+		std::this_thread::sleep_for(milliseconds(5));
+		CHECK_FALSE(g.expired());
+	}
+	CHECK(fired.load() == 1);
 }
