@@ -116,7 +116,9 @@ public:
 		 * than the data path's silence bound, connect_options::timeout or RPMEM_TIMEOUT,
 		 * while calls wait) is lost ("the replica is too slow") and caught up as after an
 		 * outage, its last round held only when the measured rate says it is shorter than
-		 * max_lag_time (DRBD's pull-ahead); under fail the calls go at its pace. */
+		 * max_lag_time (DRBD's pull-ahead), and ended, the replica behind again, if it
+		 * holds the calls longer than that silence bound; under fail the calls go at its
+		 * pace. */
 		std::size_t max_lag_bytes = 64u << 20;
 		std::chrono::milliseconds max_lag_time{1000};
 		/** How to reach every remote replica's rpmemd (defaults: the environment; with
