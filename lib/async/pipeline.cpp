@@ -30,6 +30,14 @@ std::string too_slow(clock_type::duration sending, std::chrono::milliseconds bou
 	                   bound.count());
 }
 
+std::string held_too_long(std::chrono::milliseconds bound)
+{
+	return fmt::format("the catch-up's last round, which holds the calls, took longer than "
+	                   "RPMEM_TIMEOUT ({} ms): the replica is too slow for it now; it stays "
+	                   "behind, its changes recorded",
+	                   bound.count());
+}
+
 pipeline::pipeline(const bounds &b, sink &out) : bounds_(b), out_(out), queue_(max_queued)
 {
 	// Room for max_lag_bytes of snapshots, and for a few chunks when the bound is tiny.

@@ -63,6 +63,9 @@ public:
 /** Why a sink drops a replica told of congestion (sink::congested): the batch's time on its
  *  way, the bound, and what happens next — the text both writers' logs give. */
 std::string too_slow(clock_type::duration sending, std::chrono::milliseconds bound);
+/** Why a catch-up's last round, which holds the calls, is ended past `bound` (the same bound
+ *  as a batch's): the text both writers' logs give. */
+std::string held_too_long(std::chrono::milliseconds bound);
 
 struct bounds {
 	/** persist() waits while more than this many bytes are not replicated yet; the staging

@@ -191,15 +191,8 @@ bool remote_writer::catch_up()
 				    gate_closed = true;
 				    hold_bound.emplace(cfg_.lag.congestion, [this] {
 					    std::lock_guard r(rp_mu_);
-					    rp_->give_up(
-					        ETIMEDOUT,
-					        fmt::format(
-					            "the catch-up's last round, which holds the "
-					            "calls, took longer than RPMEM_TIMEOUT ({} "
-					            "ms): "
-					            "the replica is too slow for it now; it stays "
-					            "behind, its changes recorded",
-					            cfg_.lag.congestion.count()));
+					    rp_->give_up(ETIMEDOUT,
+					                 held_too_long(cfg_.lag.congestion));
 				    });
 				    pipe_->barrier();
 				    held.lock();
@@ -257,13 +250,9 @@ void remote_writer::heal_loop()
 	client::run_healer(
 	    l, cv_, stop_, state_, cfg_.reconnect_delay,
 	    [&] {
-		    // An idle session whose rpmemd is gone (its keep-alive saw it): reconnect now,
-		    // not at the next batch.
-		    if (auto gone = rp_->lost()) {
-			    l.unlock();
-			    connection_failed(epoch_.load(), *gone);
-			    l.lock();
-		    }
+		    client::reconnect_if_gone(l, *rp_, [&](const rpmem::error &why) {
+			    connection_failed(epoch_.load(), why);
+		    });
 	    },
 	    [&](std::chrono::milliseconds delay) -> std::optional<clock_type::time_point> {
 		    const auto deadline = outage_start_ + cfg_.reconnect_timeout;

@@ -193,13 +193,9 @@ void resilient_pool::heal_loop()
 	run_healer(
 	    l, cv_, stop_, state_, cfg_.reconnect_delay,
 	    [&] {
-		    // An idle session whose rpmemd is gone (its keep-alive saw it): reconnect now,
-		    // not at the next call.
-		    if (auto gone = rp_->lost()) {
-			    l.unlock();
-			    connection_failed(epoch_.load(), *gone);
-			    l.lock();
-		    }
+		    reconnect_if_gone(l, *rp_, [&](const rpmem::error &why) {
+			    connection_failed(epoch_.load(), why);
+		    });
 	    },
 	    [&](std::chrono::milliseconds delay) -> std::optional<clock_type::time_point> {
 		    l.unlock();

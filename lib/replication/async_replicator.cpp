@@ -27,7 +27,10 @@ constexpr std::size_t ranges_per_drain = 32;
 class replica_sink final : public async::sink
 {
 public:
-	explicit replica_sink(replicated_pool::impl &d) : d_(d) {}
+	explicit replica_sink(replicated_pool::impl &d)
+	    : d_(d), tracked_(d.congestion_bound().count() > 0)
+	{
+	}
 	void send(const std::vector<async::piece> &batch, const async::staging_ring &ring) override;
 	void after_batch() override { d_.notify_lost(); }
 	/** The replica the replicator waits on did not keep the lag bound (degrade only): its
@@ -39,6 +42,7 @@ private:
 	template <class Op> void on(remote_replica &r, Op &&op);
 
 	replicated_pool::impl &d_;
+	const bool tracked_; // a congestion bound: congested() may be asked, busy_ kept for it
 	std::mutex busy_mu_;
 	remote_replica *busy_ = nullptr; // the replica op runs on; its session stays meanwhile
 	async::clock_type::time_point busy_since_{};
@@ -46,6 +50,10 @@ private:
 
 template <class Op> void replica_sink::on(remote_replica &r, Op &&op)
 {
+	if (!tracked_) { // no bound: nothing asks which replica the replicator waits on
+		op();
+		return;
+	}
 	{
 		std::lock_guard b(busy_mu_);
 		busy_ = &r;

@@ -5,6 +5,8 @@
 // move (client/replica_sync.hpp), the last round with the calls held.
 #include "replication/replicated_pool_impl.hpp"
 
+#include "async/pipeline.hpp"
+
 #include "client/deadline_guard.hpp"
 #include "client/log.hpp"
 #include "client/replica_sync.hpp"
@@ -270,13 +272,7 @@ public:
 			// the round with it, and the calls go on; the replica is then slow.
 			const auto bound = d_.congestion_bound();
 			hold_bound_.emplace(bound, [this, bound] {
-				r_.rp->give_up(
-				    ETIMEDOUT,
-				    fmt::format(
-				        "the catch-up's last round, which holds the calls, took "
-				        "longer than RPMEM_TIMEOUT ({} ms): the replica is too "
-				        "slow for it now; it stays behind, its changes recorded",
-				        bound.count()));
+				r_.rp->give_up(ETIMEDOUT, async::held_too_long(bound));
 			});
 			auto rest = r_.dirty->take();
 			bytes += bytes_of(rest);

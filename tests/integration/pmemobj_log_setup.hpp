@@ -10,8 +10,10 @@
 #include "replica_fixture.hpp"
 #include "support/child.hpp"
 
+#include <chrono>
 #include <string>
 #include <sys/wait.h>
+#include <thread>
 #include <vector>
 
 namespace rpmem::test
@@ -98,6 +100,16 @@ public:
 	}
 
 	std::string errors() const { return slurp(local_ / "writer.err"); }
+	/** Waits until the writer's stderr says `text` (its log lines: a state change, a
+	 *  failure), for `bound` at most; the caller checks what it says. */
+	void wait_said(const std::string &text,
+	               std::chrono::seconds bound = std::chrono::seconds(120)) const
+	{
+		const auto give_up = std::chrono::steady_clock::now() + bound;
+		while (errors().find(text) == std::string::npos &&
+		       std::chrono::steady_clock::now() < give_up)
+			std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	}
 	std::string metrics() const { return slurp(metrics_file_); }
 	const fs::path &metrics_file() const { return metrics_file_; }
 	const fs::path &dir() const { return local_; }
