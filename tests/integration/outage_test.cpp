@@ -252,9 +252,14 @@ TEST_CASE("outage, asynchronous: a replica behind a throttled link is dropped in
 	std::this_thread::sleep_for(std::chrono::seconds(6));
 	s.wait_total(s.total() + 1000, *w);
 	{
-		INFO("the writer's stderr:\n" << s.errors());
+		INFO("the writer's stderr:\n" << s.errors() << "\nmetrics:\n" << s.metrics());
 		CHECK(s.errors().find("replica in_sync") == std::string::npos);
+		// What the operator sees meanwhile: the state change was written as it happened.
+		CHECK(s.metrics().find("catching_up") != std::string::npos);
 	}
+	// What the application lived through from the slowdown to here (reported: the machine
+	// is noisy, and librpmem(7) bounds a wait by about RPMEM_TIMEOUT + the lag time).
+	WARN("longest transaction while the replica was too slow: " << s.longest_ms() << " ms");
 	net.set_rate(0);
 	s.wait_said("replica in_sync (caught up");
 	const auto caught = s.total();
@@ -297,6 +302,7 @@ TEST_CASE("outage, asynchronous: a catch-up's last round, the calls held, that t
 	// The calls go on; the next catch-up, the replica now slow, holds them only for a round
 	// its measured rate says is short.
 	s.wait_total(s.total() + 5000, *w);
+	WARN("longest transaction through the held round: " << s.longest_ms() << " ms");
 	net.set_rate(0);
 	s.wait_said("replica in_sync (caught up");
 	s.wait_total(s.total() + 2000, *w);

@@ -1974,6 +1974,7 @@ TEST_CASE("replicated_pool asynchronous, degrade: a replica too slow to keep the
 		// The writers go on at their own pace, the other replica in service.
 		REQUIRE(w.more(2000));
 		CHECK(p.replicas()[2].in_sync);
+		WARN("longest persist while replica 1 was too slow: " << w.longest_ms() << " ms");
 		const auto failed = w.stop();
 		INFO(failed);
 		CHECK(failed.empty());
