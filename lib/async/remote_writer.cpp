@@ -247,6 +247,7 @@ void remote_writer::do_set_attr(const control::pool_attr *attr)
 
 void remote_writer::do_close()
 {
+	closing_.store(true); // a held catch-up round now holds no call: it is waited for
 	try {
 		{
 			// A replica being reconnected or caught up is waited for, as the

@@ -141,6 +141,9 @@ private:
 	// Dropped for being too slow (one_replica::congested) and not in sync since: its
 	// catch-up holds the calls only for a round its measured rate says is short.
 	std::atomic<bool> slow_{false};
+	// close() began: no call is left for a held catch-up round to hold, and close waits for
+	// the round, so its bound (config::lag.congestion) does not end it.
+	std::atomic<bool> closing_{false};
 	mutable std::mutex mu_; // state changes, the cause, the outage's start, attr_
 	std::condition_variable cv_;
 	std::string cause_;

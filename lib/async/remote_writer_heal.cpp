@@ -190,6 +190,9 @@ bool remote_writer::catch_up()
 				    gate_.close();
 				    gate_closed = true;
 				    hold_bound.emplace(cfg_.lag.congestion, [this] {
+					    if (closing_.load())
+						    return; // close waits for the round: it holds
+						            // no call
 					    std::lock_guard r(rp_mu_);
 					    rp_->give_up(ETIMEDOUT,
 					                 held_too_long(cfg_.lag.congestion));

@@ -272,6 +272,12 @@ public:
 			// the round with it, and the calls go on; the replica is then slow.
 			const auto bound = d_.congestion_bound();
 			hold_bound_.emplace(bound, [this, bound] {
+				{
+					std::lock_guard s(d_.state_mu);
+					if (d_.heal_stop)
+						return; // the pool is closing: no call is left to
+						        // hold
+				}
 				r_.rp->give_up(ETIMEDOUT, async::held_too_long(bound));
 			});
 			auto rest = r_.dirty->take();
