@@ -6,6 +6,7 @@
 #include "replication/replicated_pool_impl.hpp"
 
 #include "client/control_session.hpp"
+#include "client/log.hpp"
 
 #include <optional>
 
@@ -17,12 +18,16 @@ using namespace replication;
 // ---------------------------------------------------------------------------------------------
 // failure policy
 
-void replicated_pool::impl::mark_lost(std::size_t index, const std::string &why)
+void replicated_pool::impl::mark_lost(std::size_t index, const std::string &why, bool say)
 {
 	std::lock_guard g(state_mu);
 	for (std::size_t k = 0; k < remotes.size(); ++k) {
 		auto &r = remotes[k];
 		if (r.index == index && !r.lost) {
+			// One line per transition, as "in sync again" is the other way.
+			if (say)
+				client::log(1, "remote replica {} ({}): lost: {}", index, where(r),
+				            why);
 			r.lost = true;
 			r.error = why;
 			lost_count.fetch_add(1, std::memory_order_release);
@@ -40,7 +45,7 @@ void replicated_pool::impl::mark_lost(std::size_t index, const std::string &why)
 	}
 }
 
-int replicated_pool::impl::mark_lost(std::size_t index, std::exception_ptr failure)
+int replicated_pool::impl::mark_lost(std::size_t index, std::exception_ptr failure, bool say)
 {
 	// The lower layer's remedy (close the pool and open it again) is not this pool's.
 	const std::string remedy = fmt::format("resync({}) brings it back", index);
@@ -57,7 +62,7 @@ int replicated_pool::impl::mark_lost(std::size_t index, std::exception_ptr failu
 	} catch (const std::exception &e) {
 		why = std::string(e.what()) + " (" + remedy + ")";
 	}
-	mark_lost(index, why);
+	mark_lost(index, why, say);
 	return err;
 }
 

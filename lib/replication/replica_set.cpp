@@ -335,7 +335,7 @@ void open_remotes(replicated_pool::impl &p, const header_check &check, const std
 			rr.rp.reset();
 			rr.attr = {};
 			rr.compare = true;
-			p.mark_lost(rr.index, errors[i]);
+			p.mark_lost(rr.index, errors[i], false); // said below
 			// Its header cannot be marked possibly behind from here: until the healer
 			// reaches it (and marks it before the first byte moves), only the master's
 			// record says it is behind. Say so where the operator looks.

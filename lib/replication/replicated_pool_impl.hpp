@@ -222,10 +222,11 @@ struct replicated_pool::impl {
 	 *  failure_policy::fail, returns what the call throws. */
 	std::exception_ptr apply_failures(const char *what,
 	                                  std::span<const std::exception_ptr> errors);
-	/** Marks remote replica `index` lost; on_replica_lost hears of it from notify_lost(). */
-	void mark_lost(std::size_t index, const std::string &why);
+	/** Marks remote replica `index` lost; on_replica_lost hears of it from notify_lost().
+	 *  Logs the transition (level 1) unless `say` is false: the caller says more itself. */
+	void mark_lost(std::size_t index, const std::string &why, bool say = true);
 	/** The same for a failure: says why with this pool's remedy (resync); its errno. */
-	int mark_lost(std::size_t index, std::exception_ptr failure);
+	int mark_lost(std::size_t index, std::exception_ptr failure, bool say = true);
 	/** Calls on_replica_lost for every replica lost since the last call. Called with no lock
 	 * held, so the callback may call the pool (see on_replica_lost). */
 	void notify_lost();
