@@ -209,7 +209,6 @@ void pipeline::retire(const taken &t, std::exception_ptr err)
 		lag_bytes_ -= t.bytes;
 		staging_.release(t.charge);
 		in_flight_ = 0;
-		congestion_said_ = false;
 		done_.replicated += t.n;
 		++done_.batches;
 		if (err && !error_) {
@@ -236,23 +235,20 @@ void pipeline::check_congestion(clock_type::time_point now, std::unique_lock<std
 {
 	// Only a batch in flight is the replicas' doing: between batches the replicator is
 	// about to take the next one.
-	if (bounds_.congestion.count() == 0 || congestion_said_ || in_flight_ == 0 ||
-	    queue_.empty())
+	if (bounds_.congestion.count() == 0 || in_flight_ == 0 || queue_.empty())
 		return;
 	// The batch's own time, not its snapshots' age: those queued behind a slow batch are old
 	// when the next one takes them, through no fault of the replicas it goes to.
 	const auto sending = now - batch_start_;
 	if (sending <= bounds_.congestion)
 		return;
-	const auto batch = done_.batches; // retired so far: the one in flight is the next
+	// Asked at every look, not once per batch: after the replica it dropped, the batch may
+	// wait on another slow one (two links throttled at once kept a call 10 s in chaos).
 	lk.unlock();
 	const bool dropped = out_.congested(sending);
 	lk.lock();
-	if (!dropped)
-		return;
-	++done_.congestions;
-	if (done_.batches == batch) // not retired meanwhile: the next batch is not said of
-		congestion_said_ = true;
+	if (dropped)
+		++done_.congestions;
 }
 
 void pipeline::finish()

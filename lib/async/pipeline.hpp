@@ -48,15 +48,17 @@ public:
 	virtual void after_batch() {}
 	/** bounds::congestion: a call waits (the lag bound, room for its snapshot, a barrier)
 	 *  while the batch in flight has been sent for `sending`, longer than the bound. Called
-	 *  once per batch, from the waiting call's thread, outside the pipeline's lock, while
-	 *  send() may be waiting on the replicas: a sink that drops the replica it waits on
-	 *  makes that send() return (its failure recorded), and the calls go on. False: it did
-	 *  nothing this time (not waiting on one right now), and is asked again at the next
-	 *  look. */
+	 *  at every look of every waiting call (about every 10 ms each) until the batch ends,
+	 *  from the waiting call's thread, outside the pipeline's lock, while send() may be
+	 *  waiting on the replicas: a sink that drops the replica it waits on makes send() go on
+	 *  to the next replica or return (its failure recorded), and the calls go on. It is
+	 *  asked again after a drop: the batch may then wait on another replica, slow too. True:
+	 *  it dropped a replica this time (counted in progress::congestions); false: nothing to
+	 *  do (not waiting on one right now, or on one it dropped already). */
 	virtual bool congested(clock_type::duration sending)
 	{
 		(void)sending;
-		return true;
+		return false;
 	}
 };
 
@@ -98,7 +100,7 @@ struct progress {
 	// longest such wait.
 	std::uint64_t room_waits = 0;
 	clock_type::duration max_room_wait{};
-	std::uint64_t congestions = 0; // batches the sink was told were too slow
+	std::uint64_t congestions = 0; // replicas the sink dropped as too slow (sink::congested)
 };
 
 class pipeline
@@ -148,8 +150,8 @@ private:
 	                   std::unique_lock<std::mutex> &lk);
 	void wait_for_lag(clock_type::time_point start, std::unique_lock<std::mutex> &lk);
 	/** A waiting call's look (q_mu_ held through lk; released while the sink hears it):
-	 *  tells the sink, once per batch, when the batch in flight has been sent for longer
-	 *  than bounds::congestion. */
+	 *  tells the sink when the batch in flight has been sent for longer than
+	 *  bounds::congestion. */
 	void check_congestion(clock_type::time_point now, std::unique_lock<std::mutex> &lk);
 	void replicate_loop();
 	/** What a batch took from the queue: its oldest n entries, their bytes and ring space. */
@@ -204,7 +206,6 @@ private:
 
 	entry_ring queue_;
 	std::size_t in_flight_ = 0;            // the oldest in_flight_ entries are being replicated
-	bool congestion_said_ = false;         // the sink heard of the batch in flight's congestion
 	clock_type::time_point batch_start_{}; // when the batch in flight was taken
 	std::size_t lag_bytes_ = 0;
 	progress done_; // enqueued, replicated, batches, maxima

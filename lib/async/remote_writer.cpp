@@ -77,8 +77,10 @@ void remote_writer::one_replica::send(const std::vector<piece> &batch, const sta
 bool remote_writer::one_replica::congested(clock_type::duration sending)
 {
 	std::lock_guard r(w_.rp_mu_); // rp_ is not swapped meanwhile
-	if (w_.state_.load() != state::in_sync)
-		return true; // away already: the batch is only recorded
+	// Away already (the batch is only recorded), or dropped already: in sync and slow
+	// only until the replicator sees the session it gave up fail.
+	if (w_.state_.load() != state::in_sync || w_.slow_.load())
+		return false;
 	w_.slow_.store(true);
 	w_.rp_->give_up(ETIMEDOUT, too_slow(sending, w_.cfg_.lag.congestion));
 	return true;

@@ -45,6 +45,7 @@ private:
 	const bool tracked_; // a congestion bound: congested() may be asked, busy_ kept for it
 	std::mutex busy_mu_;
 	remote_replica *busy_ = nullptr; // the replica op runs on; its session stays meanwhile
+	bool dropped_ = false;           // busy_ was given up already
 	async::clock_type::time_point busy_since_{};
 };
 
@@ -57,6 +58,7 @@ template <class Op> void replica_sink::on(remote_replica &r, Op &&op)
 	{
 		std::lock_guard b(busy_mu_);
 		busy_ = &r;
+		dropped_ = false;
 		busy_since_ = async::clock_type::now();
 	}
 	struct done {
@@ -73,11 +75,13 @@ template <class Op> void replica_sink::on(remote_replica &r, Op &&op)
 bool replica_sink::congested(async::clock_type::duration sending)
 {
 	// The replica the replicator has been waiting on for a while: not one it only posts to
-	// on its way to the slow one.
+	// on its way to the slow one. Once one is dropped, the batch goes on to the others and
+	// one it then waits on for as long is slow too: the batch is over the bound already.
 	std::lock_guard b(busy_mu_);
-	if (!busy_ || !busy_->rp ||
+	if (!busy_ || !busy_->rp || dropped_ ||
 	    async::clock_type::now() - busy_since_ < std::chrono::milliseconds(50))
 		return false;
+	dropped_ = true;
 	{
 		std::lock_guard s(d_.state_mu);
 		busy_->slow = true;

@@ -1920,57 +1920,81 @@ TEST_CASE("replicated_pool, degrade: a replica unreachable at open is on the mas
 	CHECK_NOTHROW(replicated_pool::open(s.path(), s.options()).close());
 }
 
-TEST_CASE("replicated_pool asynchronous, degrade: a replica too slow to keep the lag bound (its "
-          "rpmemd starved) is dropped instead of setting the writers' pace, then caught up",
-          "[replication][fault][outage][async]")
+namespace
 {
-	// Read at the first pool: ctest runs each test case in a process of its own. The replica
+
+/** An rpmemd that runs 2 ms in every 302 until fed(): it answers (a completion or a
+ *  keep-alive at least every 0.3 s, so nothing times out), but at a pace writers outrun. Fed
+ *  also when a REQUIRE ends the test. */
+class starved
+{
+public:
+	explicit starved(pid_t daemon)
+	    : t_([this, daemon] {
+		      while (starving_.load()) {
+			      ::kill(daemon, SIGSTOP);
+			      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+			      ::kill(daemon, SIGCONT);
+			      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+		      }
+		      ::kill(daemon, SIGCONT);
+	      })
+	{
+	}
+	~starved() { fed(); }
+	void fed()
+	{
+		starving_.store(false);
+		if (t_.joinable())
+			t_.join();
+	}
+
+private:
+	std::atomic<bool> starving_{true};
+	std::thread t_;
+};
+
+/** Waits (bounded: 120 s) until replica i is no longer connected; its status then. */
+replicated_pool::replica_status wait_dropped(const replicated_pool &p, std::size_t i)
+{
+	const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+	while (p.replicas()[i].state == "connected" && std::chrono::steady_clock::now() < give_up)
+		std::this_thread::sleep_for(std::chrono::milliseconds(5));
+	return p.replicas()[i];
+}
+
+/** A two-replica asynchronous pool under degrade, the lag bound 200 ms and RPMEM_TIMEOUT 2 s,
+ *  brought back only by resync(): reconnected by itself, a replica could be caught up while
+ *  the writers write, and these tests stop the writers first (see below why). */
+replicated_pool slow_replicas_pool(const replicated_setup &s)
+{
+	// Read at the first pool: ctest runs each test case in a process of its own. A replica
 	// is dropped once the oldest persist not on it is max_lag_time + RPMEM_TIMEOUT old.
 	::setenv("RPMEM_TIMEOUT", "2000", 1);
-	sshd server;
-	replicated_setup s(server, 2, {"8M"}, false, "8M");
 	replicated_pool::options o;
 	o.on_failure = replicated_pool::failure_policy::degrade;
 	o.replication = replicated_pool::mode::asynchronous;
 	o.max_lag_time = std::chrono::milliseconds(200);
-	// Brought back by resync() below, after the writers stopped: reconnected by itself, it
-	// could be caught up while they write (the same catch-up; see below why not here).
 	o.reconnect = false;
-	auto p = replicated_pool::create(s.path(), s.options(o));
+	return replicated_pool::create(s.path(), s.options(o));
+}
+
+} // namespace
+
+TEST_CASE("replicated_pool asynchronous, degrade: a replica too slow to keep the lag bound (its "
+          "rpmemd starved) is dropped instead of setting the writers' pace, then caught up",
+          "[replication][fault][outage][async]")
+{
+	sshd server;
+	replicated_setup s(server, 2, {"8M"}, false, "8M");
+	auto p = slow_replicas_pool(s);
 	{
 		writers w(p, 2);
 		REQUIRE(w.more(400));
-		// Replica 1's rpmemd runs 2 ms in every 302: it answers (a completion or a
-		// keep-alive at least every 0.3 s, so nothing times out), but at a pace the writers
-		// outrun.
 		const pid_t daemon = find_rpmemd(s.node(0).dir().string());
 		REQUIRE(daemon > 0);
-		std::atomic<bool> starving{true};
-		std::thread starver([&] {
-			while (starving.load()) {
-				::kill(daemon, SIGSTOP);
-				std::this_thread::sleep_for(std::chrono::milliseconds(300));
-				::kill(daemon, SIGCONT);
-				std::this_thread::sleep_for(std::chrono::milliseconds(2));
-			}
-			::kill(daemon, SIGCONT);
-		});
-		struct feed { // also when a REQUIRE ends the test
-			std::atomic<bool> &starving;
-			std::thread &t;
-			void now()
-			{
-				starving.store(false);
-				if (t.joinable())
-					t.join();
-			}
-			~feed() { now(); }
-		} fed{starving, starver};
-		const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-		while (p.replicas()[1].state == "connected" &&
-		       std::chrono::steady_clock::now() < give_up)
-			std::this_thread::sleep_for(std::chrono::milliseconds(5));
-		const auto lost = p.replicas()[1];
+		starved slow(daemon);
+		const auto lost = wait_dropped(p, 1);
 		INFO("replica 1: " << lost.state << ": " << lost.error);
 		REQUIRE(lost.state != "connected");
 		CHECK(lost.error.find("the replica is too slow") != std::string::npos);
@@ -1987,7 +2011,7 @@ TEST_CASE("replicated_pool asynchronous, degrade: a replica too slow to keep the
 		// runs under TSan for the drop, a caller's thread failing the replicator's session.
 		// With reconnect on, the healer's new session could begin before they stop (the old
 		// rpmemd, fed 2 ms at a time, may see its session end and exit at any moment).
-		fed.now();
+		slow.fed();
 		p.resync(1);
 		CHECK(p.replicas()[1].state == "connected");
 		CHECK(p.replicas()[1].in_sync);
@@ -1997,4 +2021,52 @@ TEST_CASE("replicated_pool asynchronous, degrade: a replica too slow to keep the
 	p.close();
 	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (caught up)");
 	require_equal(expect, s.remote_data(1, expect.size() + K4), "replica 2 (never lost)");
+}
+
+TEST_CASE("replicated_pool asynchronous, degrade: two replicas too slow at once (both rpmemds "
+          "starved) are both dropped, the writers going on on the master, and both are caught "
+          "up",
+          "[replication][fault][outage][async]")
+{
+	// Before, the sink heard of a batch's congestion once: the batch then waited on the
+	// second slow replica for as long as it took (a chaos run's barrier: 10 s, two links
+	// throttled at once).
+	sshd server;
+	replicated_setup s(server, 2, {"8M"}, false, "8M");
+	auto p = slow_replicas_pool(s);
+	{
+		writers w(p, 2);
+		REQUIRE(w.more(400));
+		const pid_t first = find_rpmemd(s.node(0).dir().string());
+		const pid_t second = find_rpmemd(s.node(1).dir().string());
+		REQUIRE(first > 0);
+		REQUIRE(second > 0);
+		starved slow1(first), slow2(second);
+		for (std::size_t i : {1u, 2u}) {
+			const auto lost = wait_dropped(p, i);
+			INFO("replica " << i << ": " << lost.state << ": " << lost.error);
+			REQUIRE(lost.state != "connected");
+			CHECK(lost.error.find("the replica is too slow") != std::string::npos);
+		}
+		// The writers go on at their own pace, on the master alone.
+		REQUIRE(w.more(2000));
+		WARN("longest persist while both replicas were too slow: " << w.longest_ms()
+		                                                           << " ms");
+		const auto failed = w.stop();
+		INFO(failed);
+		CHECK(failed.empty());
+		slow1.fed();
+		slow2.fed();
+		p.resync(1);
+		p.resync(2);
+		for (std::size_t i : {1u, 2u}) {
+			CHECK(p.replicas()[i].state == "connected");
+			CHECK(p.replicas()[i].in_sync);
+		}
+	}
+	p.barrier();
+	auto expect = master_data(p);
+	p.close();
+	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (caught up)");
+	require_equal(expect, s.remote_data(1, expect.size() + K4), "replica 2 (caught up)");
 }
