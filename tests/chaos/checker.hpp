@@ -37,9 +37,11 @@ public:
 
 	/** One round (the caller holds w.mu and the writer runs); "" or what failed.
 	 *  allowance_ns: what the bound allows beyond the documentation (load). throttled: a
-	 *  link of the writer's was throttled lately; the bounds are about outages, and a slow
-	 *  replica that keeps answering is waited for (synchronous mode, the lag bound), so calls
-	 *  over the bound are counted, not failed. */
+	 *  link of the writer's was throttled lately; the bounds are about outages, and in
+	 *  synchronous mode a slow replica that keeps answering is waited for, so calls over the
+	 *  bound are counted, not failed. An asynchronous writer under degrade drops a replica
+	 *  that holds a batch longer than RPMEM_TIMEOUT: its bound holds behind a throttled link
+	 *  too, and is judged there as anywhere. */
 	std::string round(std::uint64_t allowance_ns, bool throttled = false);
 	/** After a clean close: every replica unmarked, and holding every acknowledged record of
 	 *  the whole ring (not only the newest). */
@@ -77,6 +79,7 @@ private:
 
 	writer &w_;
 	std::uint64_t bound_ns_ = 0;
+	bool waits_for_slow_ = true; // a slow replica sets the calls' pace (see round())
 	std::string bound_text_;
 	int generation_ = -1;
 	std::vector<std::vector<std::uint64_t>> covered_; // [replica][thread]
