@@ -149,6 +149,10 @@ private:
 	void enqueue_chunk(range r, const std::byte *bytes, clock_type::time_point now,
 	                   std::unique_lock<std::mutex> &lk);
 	void wait_for_lag(clock_type::time_point start, std::unique_lock<std::mutex> &lk);
+	/** One wait of a call for the replicator (room, a barrier; q_mu_ held through lk):
+	 *  until woken, or, with a congestion bound, at most 10 ms and then a look
+	 *  (check_congestion). The lag bound's wait is timed anyway and looks itself. */
+	void wait_a_look(std::unique_lock<std::mutex> &lk);
 	/** A waiting call's look (q_mu_ held through lk; released while the sink hears it):
 	 *  tells the sink when the batch in flight has been sent for longer than
 	 *  bounds::congestion. */

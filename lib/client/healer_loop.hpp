@@ -31,19 +31,6 @@ namespace rpmem::client
  * that work would touch: the log, the metrics exporter, OpenSSL's locks) and sleeps outside it,
  * so exit does not wait for a sleeping healer; one that wakes while the process exits parks.
  */
-/** run_healer's idle() for a pool whose session `rp` tells when its rpmemd is gone (its
- *  keep-alive saw it): failed(why), with `l` let go, so that an idle session is reconnected
- *  now, not at the next call. */
-template <class Session, class Failed>
-void reconnect_if_gone(std::unique_lock<std::mutex> &l, const Session &rp, Failed &&failed)
-{
-	if (auto gone = rp.lost()) {
-		l.unlock();
-		failed(*gone);
-		l.lock();
-	}
-}
-
 template <class Idle, class Attempt>
 void run_healer(std::unique_lock<std::mutex> &l, std::condition_variable &cv, const bool &stop,
                 const std::atomic<replica_state> &state, std::chrono::milliseconds first_delay,
@@ -84,6 +71,19 @@ void run_healer(std::unique_lock<std::mutex> &l, std::condition_variable &cv, co
 		                 std::chrono::duration_cast<std::chrono::milliseconds>(max_delay));
 	}
 	guard.leave();
+}
+
+/** run_healer's idle() for a pool whose session `rp` tells when its rpmemd is gone (its
+ *  keep-alive saw it): failed(why), with `l` let go, so that an idle session is reconnected
+ *  now, not at the next call. */
+template <class Session, class Failed>
+void reconnect_if_gone(std::unique_lock<std::mutex> &l, const Session &rp, Failed &&failed)
+{
+	if (auto gone = rp.lost()) {
+		l.unlock();
+		failed(*gone);
+		l.lock();
+	}
 }
 
 } // namespace rpmem::client

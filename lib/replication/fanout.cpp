@@ -20,14 +20,14 @@ using namespace replication;
 
 void replicated_pool::impl::mark_lost(std::size_t index, const std::string &why, bool say)
 {
-	std::lock_guard g(state_mu);
-	for (std::size_t k = 0; k < remotes.size(); ++k) {
-		auto &r = remotes[k];
-		if (r.index == index && !r.lost) {
-			// One line per transition, as "in sync again" is the other way.
-			if (say)
-				client::log(1, "remote replica {} ({}): lost: {}", index, where(r),
-				            why);
+	std::string lost_at; // where the replica that this call marked lost is
+	{
+		std::lock_guard g(state_mu);
+		for (std::size_t k = 0; k < remotes.size(); ++k) {
+			auto &r = remotes[k];
+			if (r.index != index || r.lost)
+				continue;
+			lost_at = where(r);
 			r.lost = true;
 			r.error = why;
 			lost_count.fetch_add(1, std::memory_order_release);
@@ -39,10 +39,14 @@ void replicated_pool::impl::mark_lost(std::size_t index, const std::string &why,
 				exports[k]->error(false); // counted; the state follows `lost`
 				exports[k]->set_lost(true);
 			}
-			lost_unreported.push_back({index, true, where(r), false, why});
+			lost_unreported.push_back({index, true, lost_at, false, why});
 			any_unreported.store(true, std::memory_order_release);
 		}
 	}
+	// One line per transition, as "in sync again" is the other way; written with state_mu
+	// let go (a slow terminal or journal holds up no status reader).
+	if (say && !lost_at.empty())
+		client::log(1, "remote replica {} ({}): lost: {}", index, lost_at, why);
 }
 
 int replicated_pool::impl::mark_lost(std::size_t index, std::exception_ptr failure, bool say)
