@@ -156,6 +156,16 @@ public:
 		REQUIRE(total() >= n);
 	}
 
+	/** Once a fault healed: waits until the writer's log says its replica is in sync again
+	 *  (caught up), then for 2000 more transactions; checks that it said so. */
+	void wait_caught_up(child &w)
+	{
+		wait_said("replica in_sync (caught up");
+		wait_total(total() + 2000, w);
+		INFO("the writer's stderr:\n" << errors());
+		CHECK(errors().find("replica in_sync (caught up") != std::string::npos);
+	}
+
 	/** Stops the writer: it closes the pool and must exit 0, never having seen an error. */
 	void finish(child &w)
 	{

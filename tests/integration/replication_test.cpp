@@ -1923,12 +1923,28 @@ TEST_CASE("replicated_pool, degrade: a replica unreachable at open is on the mas
 namespace
 {
 
-/** An rpmemd that runs 2 ms in every 302 until fed(): it answers (a completion or a
+/** Node `node`'s rpmemd runs 2 ms in every 302 until fed(): it answers (a completion or a
  *  keep-alive at least every 0.3 s, so nothing times out), but at a pace writers outrun. Fed
  *  also when a REQUIRE ends the test. */
 class starved
 {
 public:
+	starved(replicated_setup &s, std::size_t node) : starved(rpmemd_of(s, node)) {}
+	~starved() { fed(); }
+	void fed()
+	{
+		starving_.store(false);
+		if (t_.joinable())
+			t_.join();
+	}
+
+private:
+	static pid_t rpmemd_of(replicated_setup &s, std::size_t node)
+	{
+		const pid_t daemon = find_rpmemd(s.node(node).dir().string());
+		REQUIRE(daemon > 0);
+		return daemon;
+	}
 	explicit starved(pid_t daemon)
 	    : t_([this, daemon] {
 		      while (starving_.load()) {
@@ -1941,26 +1957,31 @@ public:
 	      })
 	{
 	}
-	~starved() { fed(); }
-	void fed()
-	{
-		starving_.store(false);
-		if (t_.joinable())
-			t_.join();
-	}
 
-private:
 	std::atomic<bool> starving_{true};
 	std::thread t_;
 };
 
-/** Waits (bounded: 120 s) until replica i is no longer connected; its status then. */
-replicated_pool::replica_status wait_dropped(const replicated_pool &p, std::size_t i)
+/** Waits (bounded: 120 s) until replica i is no longer connected; requires it dropped, and
+ *  checks that it was for being too slow. */
+void require_dropped_as_slow(const replicated_pool &p, std::size_t i)
 {
 	const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
 	while (p.replicas()[i].state == "connected" && std::chrono::steady_clock::now() < give_up)
 		std::this_thread::sleep_for(std::chrono::milliseconds(5));
-	return p.replicas()[i];
+	const auto lost = p.replicas()[i];
+	INFO("replica " << i << ": " << lost.state << ": " << lost.error);
+	REQUIRE(lost.state != "connected");
+	CHECK(lost.error.find("the replica is too slow") != std::string::npos);
+}
+
+/** With the writers stopped and the rpmemds fed: resync() brings replica i back, a new
+ *  session catching it up; it is then connected and in sync. */
+void resync_fed(replicated_pool &p, std::size_t i)
+{
+	p.resync(i);
+	CHECK(p.replicas()[i].state == "connected");
+	CHECK(p.replicas()[i].in_sync);
 }
 
 /** A two-replica asynchronous pool under degrade, the lag bound 200 ms and RPMEM_TIMEOUT 2 s,
@@ -1991,13 +2012,8 @@ TEST_CASE("replicated_pool asynchronous, degrade: a replica too slow to keep the
 	{
 		writers w(p, 2);
 		REQUIRE(w.more(400));
-		const pid_t daemon = find_rpmemd(s.node(0).dir().string());
-		REQUIRE(daemon > 0);
-		starved slow(daemon);
-		const auto lost = wait_dropped(p, 1);
-		INFO("replica 1: " << lost.state << ": " << lost.error);
-		REQUIRE(lost.state != "connected");
-		CHECK(lost.error.find("the replica is too slow") != std::string::npos);
+		starved slow(s, 0);
+		require_dropped_as_slow(p, 1);
 		// The writers go on at their own pace, the other replica in service.
 		REQUIRE(w.more(2000));
 		CHECK(p.replicas()[2].in_sync);
@@ -2012,9 +2028,7 @@ TEST_CASE("replicated_pool asynchronous, degrade: a replica too slow to keep the
 		// With reconnect on, the healer's new session could begin before they stop (the old
 		// rpmemd, fed 2 ms at a time, may see its session end and exit at any moment).
 		slow.fed();
-		p.resync(1);
-		CHECK(p.replicas()[1].state == "connected");
-		CHECK(p.replicas()[1].in_sync);
+		resync_fed(p, 1);
 	}
 	p.barrier();
 	auto expect = master_data(p);
@@ -2037,17 +2051,9 @@ TEST_CASE("replicated_pool asynchronous, degrade: two replicas too slow at once 
 	{
 		writers w(p, 2);
 		REQUIRE(w.more(400));
-		const pid_t first = find_rpmemd(s.node(0).dir().string());
-		const pid_t second = find_rpmemd(s.node(1).dir().string());
-		REQUIRE(first > 0);
-		REQUIRE(second > 0);
-		starved slow1(first), slow2(second);
-		for (std::size_t i : {1u, 2u}) {
-			const auto lost = wait_dropped(p, i);
-			INFO("replica " << i << ": " << lost.state << ": " << lost.error);
-			REQUIRE(lost.state != "connected");
-			CHECK(lost.error.find("the replica is too slow") != std::string::npos);
-		}
+		starved slow1(s, 0), slow2(s, 1);
+		require_dropped_as_slow(p, 1);
+		require_dropped_as_slow(p, 2);
 		// The writers go on at their own pace, on the master alone.
 		REQUIRE(w.more(2000));
 		WARN("longest persist while both replicas were too slow: " << w.longest_ms()
@@ -2057,12 +2063,8 @@ TEST_CASE("replicated_pool asynchronous, degrade: two replicas too slow at once 
 		CHECK(failed.empty());
 		slow1.fed();
 		slow2.fed();
-		p.resync(1);
-		p.resync(2);
-		for (std::size_t i : {1u, 2u}) {
-			CHECK(p.replicas()[i].state == "connected");
-			CHECK(p.replicas()[i].in_sync);
-		}
+		resync_fed(p, 1);
+		resync_fed(p, 2);
 	}
 	p.barrier();
 	auto expect = master_data(p);
