@@ -2006,6 +2006,12 @@ TEST_CASE("replicated_pool asynchronous, degrade: a replica too slow to keep the
           "rpmemd starved) is dropped instead of setting the writers' pace, then caught up",
           "[replication][fault][outage][async]")
 {
+	// What the operator reads: a line for the loss and one for the return (level 1). The log
+	// is set up from the environment at its first line: a process per test case.
+	const auto log_dir = make_temp_dir("/tmp", "rpmem-slow-");
+	const auto log_file = log_dir / "client.log";
+	::setenv("RPMEM_LOG_FILE", log_file.c_str(), 1);
+	::setenv("RPMEM_LOG_LEVEL", "1", 1);
 	sshd server;
 	replicated_setup s(server, 2, {"8M"}, false, "8M");
 	auto p = slow_replicas_pool(s);
@@ -2035,6 +2041,17 @@ TEST_CASE("replicated_pool asynchronous, degrade: a replica too slow to keep the
 	p.close();
 	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (caught up)");
 	require_equal(expect, s.remote_data(1, expect.size() + K4), "replica 2 (never lost)");
+	const auto log = slurp(log_file);
+	INFO("the client's log:\n" << log);
+	const auto lost = log.find("remote replica 1 (");
+	REQUIRE(lost != std::string::npos);
+	const auto said = log.find("): lost: ", lost);
+	REQUIRE(said != std::string::npos);
+	CHECK(log.find("the replica is too slow", said) != std::string::npos);
+	CHECK(log.find("in sync again", said) != std::string::npos);
+	CHECK(log.find("remote replica 2 (") == std::string::npos); // never lost
+	std::error_code ec;
+	fs::remove_all(log_dir, ec);
 }
 
 TEST_CASE("replicated_pool asynchronous, degrade: two replicas too slow at once (both rpmemds "
