@@ -9,9 +9,10 @@
 #include "rpmem/error.hpp"
 
 #include <catch2/catch.hpp>
-#include <chrono>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
