@@ -1432,6 +1432,30 @@ void refuse_logins(sshd &server, bool refuse)
 		fs::rename(off, keys);
 }
 
+/** The client's log in a file of its own (RPMEM_LOG_FILE, level 1: errors and outage
+ *  transitions), removed at the end. Made before the first pool: the log is set up from the
+ *  environment at its first line, and ctest runs each test case in a process of its own. */
+class client_log
+{
+public:
+	client_log() : dir_(make_temp_dir("/tmp", "rpmem-log-")), file_(dir_ / "client.log")
+	{
+		::setenv("RPMEM_LOG_FILE", file_.c_str(), 1);
+		::setenv("RPMEM_LOG_LEVEL", "1", 1);
+	}
+	~client_log()
+	{
+		std::error_code ec;
+		fs::remove_all(dir_, ec);
+	}
+	client_log(const client_log &) = delete;
+	client_log &operator=(const client_log &) = delete;
+	std::string text() const { return slurp(file_); }
+
+private:
+	fs::path dir_, file_;
+};
+
 /** Waits until replica i's state is `state` (a bound, not a timing). */
 bool wait_state(const replicated_pool &p, std::size_t i, const std::string &state)
 {
@@ -1562,13 +1586,8 @@ TEST_CASE("replicated_pool, synchronous, degrade: while a re-created replica is 
           "writers' persists go to it directly, and it ends equal to the master",
           "[replication][fault][outage]")
 {
-	// The catch-up's log line says how much went directly (level 1: errors and outage
-	// transitions). The log is set up from the environment at its first line: ctest runs each
-	// test case in a process of its own.
-	const auto log_dir = make_temp_dir("/tmp", "rpmem-forward-");
-	const auto log_file = log_dir / "client.log";
-	::setenv("RPMEM_LOG_FILE", log_file.c_str(), 1);
-	::setenv("RPMEM_LOG_LEVEL", "1", 1);
+	// The catch-up's log line says how much went directly.
+	const client_log client;
 	sshd server;
 	replicated_setup s(server, 1, {"64M"}, false, "64M");
 	replicated_pool::options o;
@@ -1592,7 +1611,7 @@ TEST_CASE("replicated_pool, synchronous, degrade: while a re-created replica is 
 		INFO(failed);
 		CHECK(failed.empty());
 	}
-	const auto log = slurp(log_file);
+	const auto log = client.text();
 	INFO("the client's log:\n" << log);
 	const auto at = log.find("in sync again (");
 	REQUIRE(at != std::string::npos);
@@ -1604,8 +1623,6 @@ TEST_CASE("replicated_pool, synchronous, degrade: while a re-created replica is 
 	auto expect = master_data(p);
 	p.close();
 	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (re-created)");
-	std::error_code ec;
-	fs::remove_all(log_dir, ec);
 }
 
 TEST_CASE("replicated_pool: resync while four threads persist brings the replica in line with "
@@ -2006,12 +2023,8 @@ TEST_CASE("replicated_pool asynchronous, degrade: a replica too slow to keep the
           "rpmemd starved) is dropped instead of setting the writers' pace, then caught up",
           "[replication][fault][outage][async]")
 {
-	// What the operator reads: a line for the loss and one for the return (level 1). The log
-	// is set up from the environment at its first line: a process per test case.
-	const auto log_dir = make_temp_dir("/tmp", "rpmem-slow-");
-	const auto log_file = log_dir / "client.log";
-	::setenv("RPMEM_LOG_FILE", log_file.c_str(), 1);
-	::setenv("RPMEM_LOG_LEVEL", "1", 1);
+	// What the operator reads: a line for the loss and one for the return.
+	const client_log client;
 	sshd server;
 	replicated_setup s(server, 2, {"8M"}, false, "8M");
 	auto p = slow_replicas_pool(s);
@@ -2041,7 +2054,7 @@ TEST_CASE("replicated_pool asynchronous, degrade: a replica too slow to keep the
 	p.close();
 	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (caught up)");
 	require_equal(expect, s.remote_data(1, expect.size() + K4), "replica 2 (never lost)");
-	const auto log = slurp(log_file);
+	const auto log = client.text();
 	INFO("the client's log:\n" << log);
 	const auto lost = log.find("remote replica 1 (");
 	REQUIRE(lost != std::string::npos);
@@ -2050,8 +2063,6 @@ TEST_CASE("replicated_pool asynchronous, degrade: a replica too slow to keep the
 	CHECK(log.find("the replica is too slow", said) != std::string::npos);
 	CHECK(log.find("in sync again", said) != std::string::npos);
 	CHECK(log.find("remote replica 2 (") == std::string::npos); // never lost
-	std::error_code ec;
-	fs::remove_all(log_dir, ec);
 }
 
 TEST_CASE("replicated_pool asynchronous, degrade: two replicas too slow at once (both rpmemds "
