@@ -211,6 +211,7 @@ start_sync(bool create, const char *target, const char *descriptor, void *addr, 
 	c.reconnect_delay = s.reconnect_delay;
 	c.reconnect_timeout = s.reconnect_timeout;
 	c.keep_going = s.outage_continue;
+	c.call_timeout = s.call_timeout;
 	c.catch_up_hold_bytes = s.catch_up_hold_bytes;
 	ctl::pool_attr attr;
 	if (create) {

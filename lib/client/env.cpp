@@ -160,6 +160,10 @@ settings read_settings(const char *(*getenv_fn)(const char *))
 		s.reconnect_delay = std::chrono::milliseconds(*v);
 	if (auto v = number("RPMEM_RECONNECT_TIMEOUT", 0, "a number of milliseconds (0: none)"))
 		s.reconnect_timeout = std::chrono::milliseconds(*v);
+	if (auto v = number("RPMEM_CALL_TIMEOUT", 0, "a number of milliseconds (0: none)"))
+		s.call_timeout = std::chrono::milliseconds(*v);
+	else
+		s.call_timeout = s.op_timeout + s.reconnect_timeout;
 	if (auto v = number("RPMEM_CATCH_UP_HOLD_BYTES", 0, "a number of bytes"))
 		s.catch_up_hold_bytes = static_cast<std::uint64_t>(*v);
 	if (auto v = number("RPMEM_PIPELINE_CHUNK", 0, "a number of bytes (0: off)"))

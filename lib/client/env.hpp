@@ -42,6 +42,10 @@ struct settings {
 	std::chrono::milliseconds reconnect_delay{50};
 	std::chrono::milliseconds reconnect_timeout{10000};
 	bool outage_continue = true;
+	// RPMEM_CALL_TIMEOUT (continue only): the longest one call waits for the replica, slow,
+	// frozen or being reconnected, before it goes on without it (NVMe's fast_io_fail_tmo).
+	// Unset: RPMEM_TIMEOUT + RPMEM_RECONNECT_TIMEOUT; 0: no bound.
+	std::chrono::milliseconds call_timeout{15000};
 	// RPMEM_CATCH_UP_HOLD_BYTES: a catch-up round this small is its last, moved with the
 	// calls held (client/replica_sync.hpp, last_catch_up_round; 0: only when the rounds stop
 	// converging, or the 16th).

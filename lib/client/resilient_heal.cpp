@@ -35,6 +35,12 @@ void resilient_pool::connection_failed(std::uint64_t epoch, const rpmem::error &
 	outage_start_ = clock_type::now();
 	cause_ = e.message();
 	rp_->abandon(); // its rpmemd ends and gives the pool up for the next session
+	if (given_up_epoch_ == epoch) {
+		// The watch gave the session up, a call having waited too long on it: the calls
+		// go on now, not after a reconnect.
+		go_on_without(cause_);
+		return;
+	}
 	set_state(state::reconnecting, cause_);
 }
 
@@ -49,20 +55,13 @@ void resilient_pool::wait_while(state from)
 
 void resilient_pool::give_up(const std::string &why)
 {
-	// mu_ held. The calls are held at the gate while every lane's flushes go to the map.
+	// mu_ held.
 	if (cfg_.keep_going) {
-		gate_.close();
-		for (unsigned i = 0; i < nlanes_; ++i) {
-			dirty_.mark(lanes_[i].flushed);
-			lanes_[i].flushed.clear();
-		}
-		set_state(
-		    state::lost,
+		go_on_without(
 		    fmt::format("no session for {:.0f} ms (RPMEM_RECONNECT_TIMEOUT): going on "
 		                "without it, its changes recorded to catch up later; last "
 		                "reason: {}",
 		                ms_since(outage_start_), why));
-		gate_.open();
 		return;
 	}
 	failure_ = rpmem::error(
@@ -70,6 +69,86 @@ void resilient_pool::give_up(const std::string &why)
 	                            "RPMEM_RECONNECT_TIMEOUT, and RPMEM_ON_OUTAGE=fail: {}",
 	                            cfg_.target, cfg_.descriptor, ms_since(outage_start_), why));
 	set_state(state::failed, why);
+}
+
+void resilient_pool::go_on_without(const std::string &why)
+{
+	// The calls are held at the gate while every lane's flushes go to the map.
+	gate_.close();
+	for (unsigned i = 0; i < nlanes_; ++i) {
+		dirty_.mark(lanes_[i].flushed);
+		lanes_[i].flushed.clear();
+	}
+	set_state(state::lost, why);
+	gate_.open();
+}
+
+void resilient_pool::call_overdue(clock_type::duration waited)
+{
+	const double ms = std::chrono::duration<double, std::milli>(waited).count();
+	switch (state_.load()) {
+	case state::in_sync:
+	case state::catching_up: {
+		// The call waits on the session (or at the gate a catch-up's last round holds):
+		// failed, the session ends the way a dead one does, and the calls go on without
+		// the replica (connection_failed, or the catch-up's failure).
+		const auto epoch = epoch_.load();
+		if (given_up_epoch_ == epoch)
+			return; // given up already: its calls are failing
+		given_up_epoch_ = epoch;
+		slow_.store(true);
+		std::lock_guard g(rp_mu_);
+		rp_->give_up(ETIMEDOUT,
+		             fmt::format("the replica is too slow: a call has waited {:.0f} ms for "
+		                         "it, longer than RPMEM_CALL_TIMEOUT ({} ms): going on "
+		                         "without it (RPMEM_ON_OUTAGE=continue), its changes "
+		                         "recorded to catch up once it keeps up",
+		                         ms, cfg_.call_timeout.count()));
+		return;
+	}
+	case state::reconnecting:
+		go_on_without(fmt::format(
+		    "a call has waited {:.0f} ms for it, longer than RPMEM_CALL_TIMEOUT ({} ms), "
+		    "{:.0f} ms into the outage: going on without it, its changes recorded to catch "
+		    "up later, the reconnect attempts going on; last reason: {}",
+		    ms, cfg_.call_timeout.count(), ms_since(outage_start_), cause_));
+		return;
+	default:
+		return; // lost, failed or closed: no call waits for the replica
+	}
+}
+
+void resilient_pool::watch_loop()
+{
+	using namespace std::chrono_literals;
+	const auto bound = cfg_.call_timeout;
+	const auto tick = std::clamp<std::chrono::milliseconds>(bound / 10, 10ms, 100ms);
+	auto &guard = exit_guard::get();
+	std::unique_lock l(mu_);
+	while (!stop_) {
+		cv_.wait_for(l, tick, [&] { return stop_; });
+		if (stop_)
+			break;
+		clock_type::rep oldest = 0;
+		for (unsigned i = 0; i < nlanes_; ++i) {
+			const auto w = lanes_[i].waiting.load(std::memory_order_relaxed);
+			if (w && (!oldest || w < oldest))
+				oldest = w;
+		}
+		if (!oldest)
+			continue;
+		const auto waited =
+		    clock_type::now() - clock_type::time_point(clock_type::duration(oldest));
+		if (waited <= bound)
+			continue;
+		// Work that logs: inside the exit guard (exit_guard.hpp); parked once exiting.
+		if (!guard.enter()) {
+			cv_.wait(l, [&] { return stop_; });
+			break;
+		}
+		call_overdue(waited);
+		guard.leave();
+	}
 }
 
 std::unique_ptr<remote_pool> resilient_pool::try_connect(std::string *why)
@@ -120,6 +199,10 @@ bool resilient_pool::catch_up()
 	int round = 0;
 	bool final_step = false;
 	clock_type::time_point held_from{};
+	// The round before the one next() plans: when it began and what it moved, the rate of a
+	// replica dropped for being slow.
+	auto round_start = start;
+	std::uint64_t moved_before = 0;
 	try {
 		apply_sync_rounds(
 		    dest,
@@ -135,8 +218,20 @@ bool resilient_pool::catch_up()
 			    std::uint64_t bytes = 0;
 			    for (const auto &r : taken)
 				    bytes += r.size();
-			    if (last_catch_up_round(bytes, previous, ++round,
-			                            cfg_.catch_up_hold_bytes)) {
+			    ++round;
+			    const auto now = clock_type::now();
+			    // A replica dropped for being slow: held for a round its measured rate
+			    // says is short (a quarter of RPMEM_CALL_TIMEOUT), else another round
+			    // with the calls going on, however many that takes.
+			    const bool last =
+			        slow_.load()
+			            ? last_round_of_slow(bytes, dest.moved - moved_before,
+			                                 now - round_start, cfg_.call_timeout / 4)
+			            : last_catch_up_round(bytes, previous, round,
+			                                  cfg_.catch_up_hold_bytes);
+			    round_start = now;
+			    moved_before = dest.moved;
+			    if (last) {
 				    // The last round, with the calls held: nothing changes
 				    // meanwhile.
 				    gate_.close();
@@ -173,6 +268,7 @@ bool resilient_pool::catch_up()
 		return false;
 	}
 	moving_.store(0, std::memory_order_relaxed);
+	slow_.store(false);
 	std::lock_guard l(mu_);
 	outage_start_ = {};
 	set_state(state::in_sync,

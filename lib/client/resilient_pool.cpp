@@ -77,6 +77,8 @@ resilient_pool::resilient_pool(const config &c, std::unique_ptr<remote_pool> rp,
 {
 	exit_guard::install();
 	healer_ = std::thread([this] { heal_loop(); });
+	if (watched())
+		watch_ = std::thread([this] { watch_loop(); });
 }
 
 resilient_pool::~resilient_pool()
@@ -193,7 +195,9 @@ void resilient_pool::set_state(state s, const std::string &why)
 template <class G>
 bool resilient_pool::forward(unsigned lane, std::size_t offset, std::size_t length, G &&g)
 {
-	if (!fwd_.window.may_forward(offset, length))
+	// A replica dropped for being slow is sent no call while it catches up: the calls would
+	// wait for it again.
+	if (slow_.load() || !fwd_.window.may_forward(offset, length))
 		return false;
 	std::optional<lane_turns::turn> l0;
 	if (lane == 0)
@@ -213,6 +217,18 @@ template <class F, class G>
 void resilient_pool::on_replica(unsigned lane, std::size_t offset, std::size_t length,
                                 when_away away, F &&f, G &&g)
 {
+	// The call's wait, however it is spent, for the watch of config::call_timeout.
+	struct stamp {
+		std::atomic<clock_type::rep> *at;
+		~stamp()
+		{
+			if (at)
+				at->store(0, std::memory_order_relaxed);
+		}
+	} waiting{watched() ? &lanes_[lane].waiting : nullptr};
+	if (waiting.at)
+		waiting.at->store(clock_type::now().time_since_epoch().count(),
+		                  std::memory_order_relaxed);
 	for (;;) {
 		std::optional<rpmem::error> failed;
 		std::uint64_t epoch = 0;
@@ -345,6 +361,8 @@ void resilient_pool::do_close()
 		cv_.notify_all();
 	}
 	healer_.join();
+	if (watch_.joinable())
+		watch_.join();
 	const state st = state_.load();
 	std::unique_ptr<remote_pool> rp;
 	{

@@ -15,6 +15,13 @@
 //             short final step makes it current, and it is in synchronous service again. A
 //             clean close clears the mark.
 //
+// Under continue one call waits for the replica at most config::call_timeout
+// (RPMEM_CALL_TIMEOUT, NVMe's fast_io_fail_tmo), however it is away: slow (a link that
+// trickles, storage that lags: it still answers, so no silence ends the wait), frozen, or
+// being reconnected. Past it the replica is dropped as above; one dropped while its session
+// lived is "slow": its catch-up sends it no call (they are recorded) and holds the calls for
+// its last round only when its measured rate says that round is short (DRBD's pull-ahead).
+//
 // States, as the metrics file and the log show them: in_sync, reconnecting, lost (fenced and
 // tracked), catching_up, failed; closed.
 #pragma once
@@ -58,6 +65,9 @@ public:
 		// A catch-up round of this many bytes or fewer is its last, moved with the calls
 		// held (last_catch_up_round).
 		std::uint64_t catch_up_hold_bytes = final_round_bytes;
+		// Continue only: the longest one call waits for the replica before the replica is
+		// dropped and the call goes on without it (RPMEM_CALL_TIMEOUT). 0: no bound.
+		std::chrono::milliseconds call_timeout{0};
 	};
 
 	/** Creates the pool (with headers when attr is set and not zero); the replica is
@@ -112,6 +122,8 @@ private:
 	/** Waits until the state is no longer `from` (or the outage's deadline, then decides). */
 	void wait_while(state from);
 	void set_state(state s, const std::string &why);
+	/** Whether calls are bounded by config::call_timeout (continue, and a bound set). */
+	bool watched() const noexcept { return cfg_.keep_going && cfg_.call_timeout.count() > 0; }
 
 	void heal_loop();
 	/** One attempt at a new session; the remote pool or nullopt (the reason kept). */
@@ -120,6 +132,13 @@ private:
 	void install(std::unique_ptr<remote_pool> rp);
 	/** The outage outlasted the reconnect timeout: fenced (continue) or failed (fail). */
 	void give_up(const std::string &why);
+	/** Continue: the calls go on without the replica from now on (lost), `why`. mu_ held. */
+	void go_on_without(const std::string &why);
+	/** The watch of config::call_timeout: a thread that looks at the lanes' waits. */
+	void watch_loop();
+	/** A call has waited longer than config::call_timeout (mu_ held): the replica is
+	 *  dropped, its session given up if it has one (then it is slow). */
+	void call_overdue(std::chrono::steady_clock::duration waited);
 	/** Pushes what changed while the replica was away, in rounds, then a final step with the
 	 *  calls held; the replica is in sync after. False if the session failed meanwhile. */
 	bool catch_up();
@@ -140,6 +159,9 @@ private:
 		std::vector<byte_span>
 		    flushed;             // flushed since the last drain: resent on a new session
 		std::uint64_t epoch = 0; // the session the flushes went to
+		// Since when the lane's call has been waiting (steady_clock ticks; 0: none), for
+		// the watch of config::call_timeout.
+		std::atomic<std::chrono::steady_clock::rep> waiting{0};
 	};
 	std::unique_ptr<lane_state[]> lanes_; // a lane is used by one thread at a time (PMDK)
 	dirty_map dirty_;
@@ -156,8 +178,12 @@ private:
 	std::optional<rpmem::error> failure_; // state failed: what every call throws
 	std::chrono::steady_clock::time_point outage_start_{};
 	std::uint64_t reconnects_ = 0;
+	// Dropped by the watch while its session lived (too slow), and not in sync since.
+	std::atomic<bool> slow_{false};
+	std::uint64_t given_up_epoch_ = ~std::uint64_t{0}; // the session the watch gave up
 	bool stop_ = false;
 	std::thread healer_;
+	std::thread watch_; // only with a call_timeout under continue
 };
 
 } // namespace rpmem::client

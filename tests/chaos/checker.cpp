@@ -17,10 +17,12 @@ checker::checker(writer &w, const run_settings &s) : w_(w)
 	};
 	switch (w.config().kind) {
 	case writer_kind::pmemobj:
-		// A transaction persists to each replica in turn; each may wait RPMEM_TIMEOUT to
-		// see its replica gone plus RPMEM_RECONNECT_TIMEOUT for it to come back
-		// (librpmem(7), "A replica's outage").
+		// A transaction persists to each replica in turn; each call waits at most
+		// RPMEM_CALL_TIMEOUT, by default RPMEM_TIMEOUT to see its replica gone plus
+		// RPMEM_RECONNECT_TIMEOUT for it to come back (librpmem(7), "A replica's outage"),
+		// behind a throttled link as well: past it the replica is dropped.
 		bound_ns_ = w.replicas() * (ns(s.timeout) + ns(s.reconnect_timeout));
+		waits_for_slow_ = false;
 		bound_text_ =
 		    fmt::format("{} replicas x (RPMEM_TIMEOUT {} ms + "
 		                "RPMEM_RECONNECT_TIMEOUT {} ms) per transaction",

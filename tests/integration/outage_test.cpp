@@ -173,6 +173,35 @@ TEST_CASE("outage, continue: the link down longer than the reconnect timeout, th
 	s.check_replica();
 }
 
+TEST_CASE("outage, continue: the link cut, no call waits longer than RPMEM_CALL_TIMEOUT while "
+          "the replica is being reconnected, and the replica catches up once it is back",
+          "[outage][capi][pmemobj][netns]")
+{
+	split_hosts hosts;
+	auto &net = hosts.net;
+	auto &node = hosts.node;
+	log_setup s(*hosts.server, node, net.client_ns());
+	// Reconnect attempts for a minute, but no call waits for them more than 4 s: past that
+	// the calls go on without the replica (NVMe's fast_io_fail_tmo under ctrl_loss_tmo).
+	auto w = s.start({"RPMEM_RECONNECT_TIMEOUT=60000", "RPMEM_CALL_TIMEOUT=4000"});
+	s.wait_total(2000, *w);
+	net.set_link(false);
+	s.wait_said("replica lost");
+	{
+		INFO("the writer's stderr:\n" << s.errors());
+		REQUIRE(s.errors().find("replica lost") != std::string::npos);
+		CHECK(s.errors().find("longer than RPMEM_CALL_TIMEOUT (4000 ms)") !=
+		      std::string::npos);
+		CHECK(s.errors().find("RPMEM_RECONNECT_TIMEOUT") == std::string::npos);
+	}
+	const auto lost = s.total();
+	s.wait_total(lost + 2000, *w);
+	net.set_link(true);
+	s.wait_caught_up(*w);
+	s.finish(*w);
+	s.check_replica();
+}
+
 TEST_CASE("outage, asynchronous: the link down longer than the reconnect timeout, the writer goes "
           "on, the replica catches up online and holds every record after a clean close",
           "[outage][capi][pmemobj][netns][async]")
@@ -200,6 +229,60 @@ TEST_CASE("outage, asynchronous: the link down longer than the reconnect timeout
 	INFO("the writer's stderr:\n" << s.errors() << "\nmetrics:\n" << s.metrics());
 	CHECK(s.errors().find("asynchronous replication to") != std::string::npos);
 	CHECK(s.errors().find("replica catching_up") != std::string::npos);
+	s.finish(*w);
+	s.check_replica();
+}
+
+TEST_CASE("outage, synchronous continue: a call that waits on a throttled replica longer than "
+          "RPMEM_CALL_TIMEOUT drops it, it is sent no call while it catches up slowly, and is "
+          "caught up once the link is fast again",
+          "[outage][capi][pmemobj][netns]")
+{
+	split_hosts hosts;
+	auto &net = hosts.net;
+	auto &node = hosts.node;
+	log_setup s(*hosts.server, node, net.client_ns());
+	// Only the fabric is throttled below, not the SSH channel, and the keep-alive is well
+	// inside RPMEM_TIMEOUT: the replica answers it, and completions trickle, so no silence
+	// ends a call's wait. What drops the replica is the call's bound.
+	auto w = s.start({"RPMEM_RECONNECT_TIMEOUT=1000", "RPMEM_TIMEOUT=2000",
+	                  "RPMEM_KEEPALIVE=300", "RPMEM_CALL_TIMEOUT=1500"});
+	s.wait_total(2000, *w);
+	// 1 kbit/s: one call's few hundred bytes take seconds, and with the next packet of it
+	// arriving every few hundred ms no silence reaches RPMEM_TIMEOUT: without the bound a
+	// call would wait as long as its bytes take.
+	net.set_rate(1, hosts.server->port());
+	s.wait_said("the replica is too slow");
+	{
+		INFO("the writer's stderr:\n" << s.errors());
+		REQUIRE(s.errors().find("the replica is too slow") != std::string::npos);
+		CHECK(s.errors().find("RPMEM_CALL_TIMEOUT") != std::string::npos);
+		CHECK(s.errors().find("replica lost") != std::string::npos);
+	}
+	// The writer goes on at its own pace. The healer's new session is set up over a faster
+	// link (at 1 kbit/s its set-up would take minutes), still slower than the writer: the
+	// replica catches up in rounds with its calls recorded, not sent to it, and a round
+	// is taken as the last (the calls held) only when the link's measured rate says it
+	// takes a quarter of RPMEM_CALL_TIMEOUT or less.
+	net.set_rate(8192, hosts.server->port());
+	s.wait_said("replica catching_up");
+	{
+		INFO("the writer's stderr:\n" << s.errors());
+		REQUIRE(s.errors().find("replica catching_up") != std::string::npos);
+	}
+	s.wait_total(s.total() + 20000, *w);
+	WARN("longest transaction while the replica was too slow: " << s.longest_ms() << " ms");
+	net.set_rate(0);
+	s.wait_caught_up(*w);
+	{
+		// No call went to the replica while it caught up: it had been dropped as slow.
+		const auto err = s.errors();
+		const auto at = err.find("replica in_sync (caught up");
+		REQUIRE(at != std::string::npos);
+		const auto line = err.substr(at, err.find('\n', at) - at);
+		INFO("the catch-up said: " << line);
+		CHECK(line.find("; 0 bytes of persists went to it directly") != std::string::npos);
+	}
 	s.finish(*w);
 	s.check_replica();
 }

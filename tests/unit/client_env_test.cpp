@@ -51,6 +51,21 @@ TEST_CASE("numeric RPMEM_* settings are read", "[client][env]")
 	CHECK(read_settings(fake_getenv).pipeline_chunk == std::optional<std::uint64_t>(0));
 }
 
+TEST_CASE("RPMEM_CALL_TIMEOUT bounds a call by default as the silence and reconnect timeouts "
+          "together do, and is read when set",
+          "[client][env]")
+{
+	vars = {};
+	CHECK(read_settings(fake_getenv).call_timeout == std::chrono::milliseconds(15000));
+	// Unset, it follows the two: a frozen replica is reconnected first, as before.
+	vars = {{"RPMEM_TIMEOUT", "2000"}, {"RPMEM_RECONNECT_TIMEOUT", "1000"}};
+	CHECK(read_settings(fake_getenv).call_timeout == std::chrono::milliseconds(3000));
+	vars = {{"RPMEM_TIMEOUT", "2000"}, {"RPMEM_CALL_TIMEOUT", "700"}};
+	CHECK(read_settings(fake_getenv).call_timeout == std::chrono::milliseconds(700));
+	vars = {{"RPMEM_CALL_TIMEOUT", "0"}}; // no bound
+	CHECK(read_settings(fake_getenv).call_timeout == std::chrono::milliseconds(0));
+}
+
 TEST_CASE("a bad RPMEM_* number is refused, naming the variable", "[client][env]")
 {
 	auto [name, value] = GENERATE(table<std::string, std::string>({
@@ -70,6 +85,8 @@ TEST_CASE("a bad RPMEM_* number is refused, naming the variable", "[client][env]
 	    {"RPMEM_PIPELINE_CHUNK", "1e6"},
 	    {"RPMEM_CATCH_UP_HOLD_BYTES", "-1"},
 	    {"RPMEM_CATCH_UP_HOLD_BYTES", "1M"},
+	    {"RPMEM_CALL_TIMEOUT", "-1"},
+	    {"RPMEM_CALL_TIMEOUT", "2s"},
 	    {"RPMEM_SPIN", "2"},
 	    {"RPMEM_SPIN", "yes"},
 	    {"RPMEM_MR_MODE", "BASIC"},
