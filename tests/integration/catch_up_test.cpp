@@ -24,6 +24,53 @@ struct loopback {
 	replica node{server};
 };
 
+/** Sends capi_bulk one command line. */
+bool say(child &w, const std::string &command)
+{
+	const std::string l = command + "\n";
+	return w.write(std::span(reinterpret_cast<const std::uint8_t *>(l.data()), l.size()));
+}
+
+/** capi_bulk's lap line: the records thread's persists and the longest one since the last. */
+struct lap_figures {
+	unsigned long long records = 0, longest_us = 0;
+};
+
+lap_figures read_lap(child &w)
+{
+	lap_figures f;
+	const auto line = w.read_line(std::chrono::seconds(120));
+	REQUIRE(line);
+	REQUIRE(std::sscanf(line->c_str(), "records %llu longest_us %llu", &f.records,
+	                    &f.longest_us) == 2);
+	return f;
+}
+
+/** Tells capi_bulk to close: its pool closed cleanly and the master dumped, the replica's
+ *  part must hold every byte of it (the header apart: the mark was cleared). Returns the
+ *  records thread's last lap. */
+lap_figures close_and_compare(child &w, const fs::path &dump, const fs::path &part,
+                              std::size_t size)
+{
+	REQUIRE(say(w, "close")); // the thread stops, and its last lap comes first
+	const auto last = read_lap(w);
+	auto line = w.read_line(std::chrono::seconds(120));
+	REQUIRE(line == std::string("closed 0 0"));
+	line = w.read_line(std::chrono::seconds(120));
+	REQUIRE(line == std::string("dumped"));
+	REQUIRE(w.wait(std::chrono::seconds(30)) == 0);
+	const auto master = slurp(dump), replica = slurp(part);
+	REQUIRE(master.size() == size);
+	REQUIRE(replica.size() >= size);
+	std::size_t first = size;
+	for (std::size_t i = 4096; i < size && first == size; ++i)
+		if (master[i] != replica[i])
+			first = i;
+	INFO("the first byte differing at " << first);
+	CHECK(first == size);
+	return last;
+}
+
 /** How a catch-up is interrupted: its environment, and what the log says of the failure. */
 struct interruption {
 	std::vector<std::string> env;
@@ -69,11 +116,6 @@ void kill_in_catch_up(const interruption &how)
 	// Lost, every block changed, back, and rpmemd killed as soon as the catch-up begins; a
 	// catch-up that finished first (a loaded machine may run it before this sees it begin)
 	// is tried again with the next fill.
-	auto say = [&](const std::string &command) {
-		const std::string l = command + "\n";
-		return w.write(
-		    std::span(reinterpret_cast<const std::uint8_t *>(l.data()), l.size()));
-	};
 	// The text after the last `marker` in the log ("" when there is none).
 	auto after = [&](const std::string &marker) {
 		const auto text = errors();
@@ -87,18 +129,6 @@ void kill_in_catch_up(const interruption &how)
 		return done();
 	};
 	auto lost = [&] { return after(": replica ").rfind("lost", 0) == 0; };
-	// capi_bulk's lap line: the records thread's persists and the longest one since the last.
-	struct lap_figures {
-		unsigned long long records = 0, longest_us = 0;
-	};
-	auto read_lap = [&] {
-		lap_figures f;
-		line = w.read_line(std::chrono::seconds(120));
-		REQUIRE(line);
-		REQUIRE(std::sscanf(line->c_str(), "records %llu longest_us %llu", &f.records,
-		                    &f.longest_us) == 2);
-		return f;
-	};
 	unsigned long long earlier_longest_us = 0; // before the logins were last allowed again
 	bool interrupted = false;
 	for (unsigned attempt = 1; attempt <= 4 && !interrupted; ++attempt) {
@@ -107,11 +137,11 @@ void kill_in_catch_up(const interruption &how)
 			REQUIRE(run_kill_rpmemd(net.node.dir().string()));
 			REQUIRE(wait_until(lost));
 		}
-		REQUIRE(say(fmt::format("fill {}", attempt)));
+		REQUIRE(say(w, fmt::format("fill {}", attempt)));
 		line = w.read_line(std::chrono::seconds(120));
 		REQUIRE(line == std::string("filled"));
-		REQUIRE(say("lap"));
-		earlier_longest_us = std::max(earlier_longest_us, read_lap().longest_us);
+		REQUIRE(say(w, "lap"));
+		earlier_longest_us = std::max(earlier_longest_us, read_lap(w).longest_us);
 		fs::rename(keys_off, keys);
 		REQUIRE(wait_for("replica catching_up", attempt, std::chrono::seconds(60)));
 		// Logins refused again first: the replica stays away after the kill.
@@ -129,10 +159,10 @@ void kill_in_catch_up(const interruption &how)
 	REQUIRE(interrupted);
 	// The calls go on while the replica stays away after the failed catch-up (held in
 	// its last round, they were let go).
-	REQUIRE(say("lap"));
+	REQUIRE(say(w, "lap"));
 	// From the logins allowed again through the killed catch-up: a persist sent to the
 	// replica that fails is recorded and returns, so RPMEM_TIMEOUT (2000 ms here).
-	const auto killed = read_lap();
+	const auto killed = read_lap(w);
 	INFO("the records thread through the killed catch-up: "
 	     << killed.records << " persists, the longest " << killed.longest_us << " us");
 	if (!how.held) {
@@ -149,8 +179,8 @@ void kill_in_catch_up(const interruption &how)
 		CHECK(double(killed.longest_us) <= held_us + 2'000'000);
 	}
 	std::this_thread::sleep_for(std::chrono::milliseconds(300));
-	REQUIRE(say("lap"));
-	const auto away = read_lap();
+	REQUIRE(say(w, "lap"));
+	const auto away = read_lap(w);
 	INFO("the records thread while the replica stayed away after the failed catch-up: "
 	     << away.records << " persists");
 	CHECK(away.records > 0);
@@ -176,8 +206,8 @@ void kill_in_catch_up(const interruption &how)
 	// logins allowed again after the killed catch-up to in sync: a persist sent to the
 	// replica that fails is recorded and returns, so RPMEM_TIMEOUT (2000 ms here); over the
 	// whole run (a loss waits out RPMEM_RECONNECT_TIMEOUT, 1000 ms, first), their sum.
-	REQUIRE(say("lap"));
-	const auto catching_up = read_lap();
+	REQUIRE(say(w, "lap"));
+	const auto catching_up = read_lap(w);
 	INFO("the records thread from the logins allowed again to in sync: "
 	     << catching_up.records << " persists, the longest " << catching_up.longest_us
 	     << " us; before that, the longest " << earlier_longest_us << " us");
@@ -186,25 +216,9 @@ void kill_in_catch_up(const interruption &how)
 		CHECK(catching_up.longest_us <= 2'000'000);
 		CHECK(earlier_longest_us <= 3'000'000);
 	}
-	REQUIRE(say("close")); // the thread stops, and its last lap comes first
-	const auto last_lap = read_lap();
+	const auto last_lap = close_and_compare(w, dump, net.node.part("bulk.set"), size);
 	if (!how.held)
 		CHECK(last_lap.longest_us <= 3'000'000);
-	line = w.read_line(std::chrono::seconds(120));
-	REQUIRE(line == std::string("closed 0 0"));
-	line = w.read_line(std::chrono::seconds(120));
-	REQUIRE(line == std::string("dumped"));
-	REQUIRE(w.wait(std::chrono::seconds(30)) == 0);
-	// The replica holds every byte of the master (the header apart: the mark was cleared).
-	const auto master = slurp(dump), replica = slurp(net.node.part("bulk.set"));
-	REQUIRE(master.size() == size);
-	REQUIRE(replica.size() >= size);
-	std::size_t first = size;
-	for (std::size_t i = 4096; i < size && first == size; ++i)
-		if (master[i] != replica[i])
-			first = i;
-	INFO("the first byte differing at " << first);
-	CHECK(first == size);
 }
 
 } // namespace
