@@ -8,7 +8,9 @@
 #include "process.hpp"
 #include "replica_fixture.hpp"
 #include "support/child.hpp"
+#include "support/proc_state.hpp"
 
+#include <csignal>
 #include <cstdio>
 #include <regex>
 #include <span>
@@ -264,4 +266,60 @@ TEST_CASE("catch-up, asynchronous: rpmemd killed in the last round, the calls he
 	                  "catching up failed in its last round, the calls held for ",
 	                  true,
 	                  true});
+}
+
+TEST_CASE("catch-up: rpmemd frozen, a call bound shorter than RPMEM_TIMEOUT: the calls go on "
+          "after RPMEM_CALL_TIMEOUT, none goes to the replica while it catches up, and it "
+          "matches the master",
+          "[outage][capi]")
+{
+	// tests/support/capi_bulk.c: a thread persists records on lane 0 throughout. rpmemd
+	// frozen, a call waits on it; RPMEM_TIMEOUT is far longer than RPMEM_CALL_TIMEOUT, so
+	// what ends the wait is the call's bound, with the session alive as far as the data
+	// path knows: the replica is dropped as slow, its session given up.
+	constexpr std::size_t size = 16u << 20;
+	loopback net;
+	log_setup s(net.server, net.node);
+	net.node.write_poolset("frozen.set", {"20M"});
+	const auto err = s.dir() / "frozen.err";
+	const auto dump = s.dir() / "master.bin";
+	child w({RPMEM_BINARY_DIR "/bin/rpmem_capi_bulk", net.server.target().str(), "frozen.set",
+	         std::to_string(size), dump.string()},
+	        s.environment({"RPMEM_TIMEOUT=30000", "RPMEM_CALL_TIMEOUT=500"}), err.string());
+	auto errors = [&] { return slurp(err); };
+	auto line = w.read_line(std::chrono::seconds(120));
+	INFO("capi_bulk's stderr:\n" << errors());
+	REQUIRE(line);
+	REQUIRE(line->rfind("ready ", 0) == 0);
+	auto records = [&] {
+		REQUIRE(say(w, "lap"));
+		return read_lap(w).records;
+	};
+	auto wait_for = [&](const std::string &what) {
+		const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+		while (!has(errors(), what) && std::chrono::steady_clock::now() < give_up)
+			std::this_thread::sleep_for(std::chrono::milliseconds(2));
+		return has(errors(), what);
+	};
+	const pid_t daemon = find_rpmemd(net.node.dir().string());
+	REQUIRE(daemon > 0);
+	REQUIRE(freeze(daemon));
+	REQUIRE(wait_for("the replica is too slow"));
+	CHECK(has(errors(), "longer than RPMEM_CALL_TIMEOUT (500 ms)"));
+	// The records thread goes on while rpmemd stays frozen.
+	records();
+	std::this_thread::sleep_for(std::chrono::milliseconds(300));
+	CHECK(records() > 0);
+	// Continued, the old rpmemd sees its session gone and lets the pool go; the healer's
+	// next session catches the replica up, sending it no call meanwhile.
+	REQUIRE(::kill(daemon, SIGCONT) == 0);
+	REQUIRE(wait_for("replica in_sync (caught up"));
+	{
+		const auto text = errors();
+		const auto at = text.find("replica in_sync (caught up");
+		const auto caught = text.substr(at, text.find('\n', at) - at);
+		INFO("the caught-up line: " << caught);
+		CHECK(has(caught, "; 0 bytes of persists went to it directly"));
+	}
+	close_and_compare(w, dump, net.node.part("frozen.set"), size);
 }
