@@ -799,10 +799,17 @@ TEST_CASE("async capi: a close during a catch-up waits for it, and leaves the re
 	local_pool local(big);
 	RPMEMpool *rpp = create_whole("closing.set", local);
 	const auto part = e.node.part("closing.set");
+	// Logins refused while every block changes: no session, so no catch-up can begin (and
+	// end) before this looks for it. A run under load once had the catch-up over before the
+	// loop below first read the header, which it then waited on for 120 s.
+	const auto keys = e.server.dir() / "authorized_keys";
+	const auto keys_off = e.server.dir() / "authorized_keys.off";
+	fs::rename(keys, keys_off);
 	REQUIRE(run_kill_rpmemd(e.node.dir().string()));
 	// Every block changes while the replica is away: a catch-up of 256 MiB, long enough for
 	// the close below to come in the middle of it.
 	change_every_block(rpp, local);
+	fs::rename(keys_off, keys);
 	// The catch-up has begun once the replica's header says it is not whole.
 	const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
 	while (!(replica_incompat(part) & behind_bit) && std::chrono::steady_clock::now() < give_up)
