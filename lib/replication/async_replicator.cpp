@@ -205,6 +205,11 @@ std::chrono::milliseconds replicated_pool::impl::congestion_bound() const
 {
 	if (opts.replication != mode::asynchronous || opts.on_failure != failure_policy::degrade)
 		return std::chrono::milliseconds(0);
+	return silence_bound();
+}
+
+std::chrono::milliseconds replicated_pool::impl::silence_bound() const
+{
 	return opts.remote.timeout.count() ? opts.remote.timeout
 	                                   : client::process_settings().op_timeout;
 }

@@ -6,8 +6,10 @@
 #include "replication/replicated_pool_impl.hpp"
 
 #include "client/control_session.hpp"
+#include "client/exit_guard.hpp"
 #include "client/log.hpp"
 
+#include <algorithm>
 #include <optional>
 
 namespace rpmem
@@ -185,6 +187,7 @@ const std::vector<char> *replicated_pool::impl::forward(range r, unsigned lane)
 		try {
 			// Waited for, as in sync: sent without waiting it could land after a later
 			// persist of the same bytes that another thread made on another lane.
+			waiting_on(lane, x);
 			x.rp->persist(r.offset, r.length, lane, 0);
 		} catch (const std::exception &) {
 			continue; // recorded: the catch-up meets the same failure
@@ -197,6 +200,95 @@ const std::vector<char> *replicated_pool::impl::forward(range r, unsigned lane)
 }
 
 // ---------------------------------------------------------------------------------------------
+// the call bound (synchronous mode under degrade)
+
+std::chrono::milliseconds replicated_pool::impl::call_bound() const
+{
+	if (opts.replication != mode::synchronous || opts.on_failure != failure_policy::degrade)
+		return std::chrono::milliseconds(0);
+	return 2 * silence_bound();
+}
+
+void replicated_pool::impl::start_watch()
+{
+	if (call_bound().count() == 0 || remotes.empty())
+		return;
+	lane_waits.reset(new lane_wait[lanes_per_replica]);
+	client::exit_guard::install();
+	watcher = std::thread([this] { watch_loop(); });
+}
+
+void replicated_pool::impl::stop_watch() noexcept
+{
+	{
+		std::lock_guard g(state_mu);
+		watch_stop = true;
+	}
+	watch_cv.notify_all();
+	if (watcher.joinable())
+		watcher.join();
+}
+
+void replicated_pool::impl::watch_loop()
+{
+	using namespace std::chrono_literals;
+	using clock_type = std::chrono::steady_clock;
+	const auto bound = call_bound();
+	const auto tick = std::clamp<std::chrono::milliseconds>(bound / 10, 10ms, 100ms);
+	auto &guard = client::exit_guard::get();
+	std::unique_lock g(state_mu);
+	while (!watch_stop) {
+		watch_cv.wait_for(g, tick, [&] { return watch_stop; });
+		if (watch_stop)
+			break;
+		g.unlock();
+		// A lane whose call has waited past the bound on a replica: that replica's session
+		// is failed, as a dead one's would be, so the call goes on without it (degrade:
+		// lost, caught up later, slow: no call goes to it meanwhile).
+		const auto now = clock_type::now();
+		for (unsigned lane = 0; lane < lanes_per_replica; ++lane) {
+			auto &w = lane_waits[lane];
+			const auto since = w.since.load(std::memory_order_relaxed);
+			const int on = w.on.load(std::memory_order_relaxed);
+			if (!since || on < 0 || static_cast<std::size_t>(on) >= remotes.size())
+				continue;
+			const auto waited =
+			    now - clock_type::time_point(clock_type::duration(since));
+			if (waited <= bound)
+				continue;
+			if (!guard.enter()) { // exiting: park
+				g.lock();
+				watch_cv.wait(g, [&] { return watch_stop; });
+				return;
+			}
+			drop_slow(remotes[static_cast<std::size_t>(on)], waited, bound);
+			guard.leave();
+		}
+		g.lock();
+	}
+}
+
+void replicated_pool::impl::drop_slow(remote_replica &r, std::chrono::nanoseconds waited,
+                                      std::chrono::milliseconds bound)
+{
+	{
+		std::lock_guard s(state_mu);
+		if (r.lost && !r.catching_up)
+			return; // the call is failing on it already
+		r.slow = true;
+	}
+	std::lock_guard g(session_mu);
+	if (!r.rp)
+		return;
+	r.rp->give_up(
+	    ETIMEDOUT,
+	    fmt::format("the replica is too slow: a call has waited {:.0f} ms for it, longer than "
+	                "twice the silence bound ({} ms: connect_options::timeout, else "
+	                "RPMEM_TIMEOUT), while its session lived",
+	                std::chrono::duration<double, std::milli>(waited).count(), bound.count()));
+}
+
+// ---------------------------------------------------------------------------------------------
 // synchronous mode
 
 namespace
@@ -204,6 +296,28 @@ namespace
 
 /** Ranges a lane keeps for a replica that may be lost before its drain (then merged). */
 constexpr std::size_t max_flushed = 1024;
+
+/** A call's wait for the remote replicas, for the watch of impl::call_bound: it waits on
+ *  no replica until impl::waiting_on says which, and none after its destruction
+ *  (impl::lane_waits, when the watch runs). */
+class call_stamp
+{
+public:
+	call_stamp(replicated_pool::impl &d, unsigned lane)
+	    : w_(d.lane_waits ? &d.lane_waits[lane] : nullptr)
+	{
+	}
+	~call_stamp()
+	{
+		if (w_)
+			w_->since.store(0, std::memory_order_relaxed);
+	}
+	call_stamp(const call_stamp &) = delete;
+	call_stamp &operator=(const call_stamp &) = delete;
+
+private:
+	replicated_pool::impl::lane_wait *w_;
+};
 
 /** Every call reaches every replica in sync before it returns, on the calling thread's lane. */
 class synchronous_mode final : public replication_mode
@@ -218,12 +332,17 @@ public:
 		// A lost one gets it in its dirty map (also when this very call lost it), unless
 		// it is being caught up and the range went to it directly.
 		d_.with_lane([&](unsigned lane) {
+			call_stamp waiting(d_, lane);
 			d_.remote_all(
 			    "replicated_pool::persist",
 			    [&](remote_replica &x) {
+				    d_.waiting_on(lane, x);
 				    x.rp->persist_post(r.offset, r.length, lane);
 			    },
-			    [&](remote_replica &x) { x.rp->complete(lane); },
+			    [&](remote_replica &x) {
+				    d_.waiting_on(lane, x);
+				    x.rp->complete(lane);
+			    },
 			    [&] { d_.track_lost(r, d_.forward(r, lane)); });
 			d_.check_not_lost("replicated_pool::persist");
 		});
@@ -263,10 +382,17 @@ public:
 	void drain() override
 	{
 		d_.with_lane([&](unsigned lane) {
+			call_stamp waiting(d_, lane);
 			d_.remote_all(
 			    "replicated_pool::drain",
-			    [&](remote_replica &x) { x.rp->drain_post(lane); },
-			    [&](remote_replica &x) { x.rp->complete(lane); },
+			    [&](remote_replica &x) {
+				    d_.waiting_on(lane, x);
+				    x.rp->drain_post(lane);
+			    },
+			    [&](remote_replica &x) {
+				    d_.waiting_on(lane, x);
+				    x.rp->complete(lane);
+			    },
 			    [&] {
 				    for (const auto &f : d_.lane_flushed[lane])
 					    d_.track_lost(f);

@@ -28,6 +28,7 @@ constexpr std::chrono::milliseconds max_delay{2000};
 
 void replicated_pool::impl::start_healer()
 {
+	start_watch(); // bounds the calls whether or not lost replicas come back by themselves
 	// Asynchronous mode too: a replica being caught up from the master's memory is no prefix
 	// of the persists, and its header says so while blocks move (catch_up marks it not
 	// whole); the last round holds the replicator, after which it is a prefix again.
@@ -46,6 +47,7 @@ void replicated_pool::impl::stop_healer() noexcept
 	heal_cv.notify_all();
 	if (healer.joinable())
 		healer.join();
+	stop_watch();
 }
 
 void replicated_pool::impl::heal_loop()

@@ -98,8 +98,9 @@ struct remote_replica {
 	// (which marks its header before the first byte moves).
 	bool unmarked = false;
 	std::uint64_t moving = 0; // bytes of the catch-up's round in flight (state_mu)
-	// Dropped for being too slow to keep the lag bound (asynchronous mode, degrade): its
-	// catch-up holds the calls only for a round its measured rate says is short (state_mu).
+	// Dropped for being too slow (degrade; asynchronous mode: to keep the lag bound,
+	// synchronous: within the call bound): its catch-up holds the calls only for a round its
+	// measured rate says is short, and sends it no call (state_mu).
 	bool slow = false;
 	// While a catch-up moves its blocks in synchronous mode: the persists go to it directly
 	// when the window lets them. Set and cleared with remote_mu held exclusively, so a call
@@ -181,6 +182,9 @@ struct replicated_pool::impl {
 	 *  last round, before the replica is too slow (connect_options::timeout, else
 	 *  RPMEM_TIMEOUT); zero otherwise (the calls go at its pace). */
 	std::chrono::milliseconds congestion_bound() const;
+	/** How long a data-path wait goes without a sign of life before it fails:
+	 *  connect_options::timeout, else RPMEM_TIMEOUT. */
+	std::chrono::milliseconds silence_bound() const;
 	/** The calling thread's number for this pool, fixed while it keeps using the pool: its
 	 * lane. Numbered per pool, so a pool's first threads take its first lanes whatever
 	 * other pools the process has (lanes beyond the first connections' cost more where
@@ -295,7 +299,49 @@ struct replicated_pool::impl {
 	std::thread healer;
 	std::condition_variable heal_cv; // with state_mu: a replica lost, or stop
 	bool heal_stop = false;          // under state_mu
-	std::mutex heal_mu;              // one catch-up at a time: the healer's or resync's
+	// Synchronous mode under degrade: each call's wait for the remote replicas, bounded by
+	// call_bound() (fanout.cpp) on each replica: since when a lane's call waits on which
+	// replica (its position in remotes; -1: none yet). The watch thread looks at them.
+	struct lane_wait {
+		std::atomic<std::chrono::steady_clock::rep> since{0};
+		std::atomic<int> on{-1};
+	};
+	std::unique_ptr<lane_wait[]> lane_waits; // while the watch runs
+	// Held where a replica's session (remote_replica::rp) is put in or taken out while the
+	// watch runs, and by the watch when it fails one.
+	std::mutex session_mu;
+	/** r's session from now on (session_mu taken): nullptr drops it. */
+	void set_session(remote_replica &r, std::unique_ptr<client::remote_pool> rp)
+	{
+		std::lock_guard g(session_mu);
+		r.rp = std::move(rp);
+	}
+	std::thread watcher;
+	std::condition_variable watch_cv; // with state_mu: stop
+	bool watch_stop = false;          // under state_mu
+	/** Synchronous mode under degrade: the longest one call may wait for a remote replica
+	 *  before the replica is dropped as too slow, twice the silence bound
+	 *  (connect_options::timeout, else RPMEM_TIMEOUT); zero otherwise. */
+	std::chrono::milliseconds call_bound() const;
+	void start_watch();
+	void stop_watch() noexcept;
+	void watch_loop();
+	/** A call waited `waited` on r, past the call bound: r's session is failed, r slow. */
+	void drop_slow(remote_replica &r, std::chrono::nanoseconds waited,
+	               std::chrono::milliseconds bound);
+	/** The lane's call waits on r from now (lane_waits, when the watch runs): a replica
+	 *  is blamed only for its own wait, not for one before it in the same call. */
+	void waiting_on(unsigned lane, const remote_replica &r) noexcept
+	{
+		if (!lane_waits)
+			return;
+		auto &w = lane_waits[lane];
+		w.since.store(0, std::memory_order_relaxed); // never the old time with the new one
+		w.on.store(static_cast<int>(&r - remotes.data()), std::memory_order_relaxed);
+		w.since.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+		              std::memory_order_relaxed);
+	}
+	std::mutex heal_mu; // one catch-up at a time: the healer's or resync's
 	/** Takes r out of the calls' way (lost, what it misses recorded) without the failure
 	 *  policy's say: a catch-up follows (remote_mu held exclusively). */
 	void fence(remote_replica &r, const std::string &why);

@@ -159,8 +159,8 @@ unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::strin
 	unsigned lanes = lanes_per_replica;
 	try {
 		control::pool_attr a;
-		r.rp = client::remote_pool::open(r.target, r.descriptor, d.master->base(), size,
-		                                 &lanes, &a, r.conn);
+		d.set_session(r, client::remote_pool::open(r.target, r.descriptor, d.master->base(),
+		                                           size, &lanes, &a, r.conn));
 		if (a.poolset_uuid != r.attr.poolset_uuid && !r.attr.is_zero())
 			throw rpmem::error(EINVAL,
 			                   "it holds another pool set (its pool set UUID "
@@ -171,7 +171,7 @@ unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::strin
 		return lanes;
 	} catch (const rpmem::error &open_err) {
 		if (r.rp) {
-			r.rp.reset();
+			d.set_session(r, nullptr);
 			throw rpmem::error(open_err.errnum(), what + ": " + open_err.message());
 		}
 		// Gone (or never created, or not reachable): re-create it with the header it
@@ -182,8 +182,9 @@ unsigned reconnect(replicated_pool::impl &d, remote_replica &r, const std::strin
 			lanes = lanes_per_replica;
 			// Marked behind until the copy is complete.
 			const auto attr = with_behind_mark(want, true);
-			r.rp = client::remote_pool::create(r.target, r.descriptor, d.master->base(),
-			                                   size, &lanes, &attr, r.conn);
+			d.set_session(r, client::remote_pool::create(r.target, r.descriptor,
+			                                             d.master->base(), size, &lanes,
+			                                             &attr, r.conn));
 			r.attr = want;
 			*created = *marked = true;
 			return lanes;
@@ -260,17 +261,23 @@ public:
 		++rounds_;
 		const auto now = std::chrono::steady_clock::now();
 		// A replica dropped for being too slow: by its measured rate, so that the calls are
-		// held no longer than the lag bound would hold them.
+		// held no longer than the lag bound would hold them (synchronous mode: a quarter
+		// of the call bound).
 		const bool last =
 		    slow_ ? client::last_round_of_slow(bytes, previous_, now - round_start_,
-		                                       d_.opts.max_lag_time)
+		                                       d_.opts.replication ==
+		                                               replicated_pool::mode::asynchronous
+		                                           ? d_.opts.max_lag_time
+		                                           : d_.call_bound() / 4)
 		          : client::last_catch_up_round(bytes, previous_, rounds_);
 		round_start_ = now;
 		if (last) {
 			held_.lock();
-			// Bounded as a batch is (asynchronous, degrade): past it the session fails,
-			// the round with it, and the calls go on; the replica is then slow.
-			const auto bound = d_.congestion_bound();
+			// Bounded under degrade as a batch is (asynchronous) or a call
+			// (synchronous): past it the session fails, the round with it, and the
+			// calls go on; the replica is then slow.
+			const auto bound =
+			    d_.congestion_bound().count() ? d_.congestion_bound() : d_.call_bound();
 			hold_bound_.emplace(bound, [this, bound] {
 				{
 					std::lock_guard s(d_.state_mu);
@@ -278,7 +285,16 @@ public:
 						return; // the pool is closing: no call is left to
 						        // hold
 				}
-				r_.rp->give_up(ETIMEDOUT, async::held_too_long(bound));
+				r_.rp->give_up(
+				    ETIMEDOUT,
+				    d_.congestion_bound().count()
+				        ? async::held_too_long(bound)
+				        : fmt::format(
+				              "the catch-up's last round, which holds the "
+				              "calls, took longer than the call bound ({} ms): "
+				              "the replica is too slow for it now; it stays "
+				              "behind, its changes recorded",
+				              bound.count()));
 			});
 			auto rest = r_.dirty->take();
 			bytes += bytes_of(rest);
@@ -312,6 +328,8 @@ public:
 	}
 	/** Whether the last round holds the calls. */
 	bool holding() const { return held_.owns_lock(); }
+	/** Whether the replica was dropped for being too slow: no call goes to it meanwhile. */
+	bool slow() const { return slow_; }
 	int rounds() const { return rounds_; }
 	std::uint64_t moved() const { return moved_; }
 
@@ -357,7 +375,9 @@ public:
 	void clear() override { to_.clear(); }
 	void move(std::uint64_t offset, std::uint64_t length) override
 	{
-		if (!r_.forwarding && !rounds_.holding()) {
+		// A replica dropped for being slow is sent no call while it catches up: the calls
+		// would wait for it again.
+		if (!r_.forwarding && !rounds_.holding() && !rounds_.slow()) {
 			std::unique_lock g(d_.remote_mu); // no call in flight sees half of it
 			r_.forwarding = std::make_unique<client::catch_up_forwarding>(*r_.dirty);
 			d_.forwarding_count.fetch_add(1, std::memory_order_release);
@@ -400,6 +420,7 @@ void replicated_pool::impl::catch_up(remote_replica &r, const progress_fn &progr
 	std::unique_ptr<client::remote_pool> old;
 	{
 		std::unique_lock g(remote_mu); // the report reads r.rp under it
+		std::lock_guard s(session_mu);
 		old = take_session(r);
 	}
 	end_session(std::move(old));

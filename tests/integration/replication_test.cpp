@@ -2065,6 +2065,60 @@ TEST_CASE("replicated_pool asynchronous, degrade: a replica too slow to keep the
 	CHECK(log.find("remote replica 2 (") == std::string::npos); // never lost
 }
 
+TEST_CASE("replicated_pool synchronous, degrade: a call that waits on a starved replica longer "
+          "than twice RPMEM_TIMEOUT drops it, the other replica in service, and it is caught "
+          "up",
+          "[replication][fault][outage]")
+{
+	const client_log client;
+	// Read at the first pool (a process per test case). The keep-alive well inside the
+	// silence bound: the starved rpmemd answers it, so no silence ends the call's wait.
+	::setenv("RPMEM_TIMEOUT", "1000", 1);
+	::setenv("RPMEM_KEEPALIVE", "150", 1);
+	sshd server;
+	constexpr std::size_t big = 256u << 20;
+	replicated_setup s(server, 2, {"288M"}, false, "288M");
+	replicated_pool::options o;
+	o.on_failure = replicated_pool::failure_policy::degrade;
+	o.reconnect = false; // resync() below, once fed
+	auto p = replicated_pool::create(s.path(), s.options(o));
+	auto data = p.data();
+	std::mt19937_64 rng(2811);
+	for (std::size_t i = 0; i < big; i += 8) {
+		const auto v = rng();
+		std::memcpy(data.data() + i, &v, 8);
+	}
+	{
+		// One persist of 256 MiB, which node 0's rpmemd, running 2 ms in every 302, takes
+		// in far longer than the call bound (2 x RPMEM_TIMEOUT), answering all along (128
+		// MiB took 5.9 s here without the bound).
+		starved slow(s, 0);
+		const auto t0 = std::chrono::steady_clock::now();
+		p.persist(data.subspan(0, big));
+		const double took =
+		    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+		        .count();
+		WARN("the 256 MiB persist took " << took << " ms");
+		require_dropped_as_slow(p, 1);
+		CHECK(p.replicas()[1].error.find("twice the silence bound") != std::string::npos);
+		CHECK(p.replicas()[2].in_sync);
+		slow.fed();
+		resync_fed(p, 1);
+	}
+	p.barrier();
+	auto expect = master_data(p);
+	p.close();
+	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (caught up)");
+	require_equal(expect, s.remote_data(1, expect.size() + K4), "replica 2 (never lost)");
+	const auto log = client.text();
+	INFO("the client's log:\n" << log);
+	const auto said = log.find("remote replica 1 (");
+	REQUIRE(said != std::string::npos);
+	CHECK(log.find("the replica is too slow", said) != std::string::npos);
+	CHECK(log.find("in sync again", said) != std::string::npos);
+	CHECK(log.find("remote replica 2 (") == std::string::npos); // never lost
+}
+
 TEST_CASE("replicated_pool asynchronous, degrade: two replicas too slow at once (both rpmemds "
           "starved) are both dropped, the writers going on on the master, and both are caught "
           "up",
