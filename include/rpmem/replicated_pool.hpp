@@ -32,7 +32,12 @@
 // resync(); with failure_policy::degrade the pool keeps going on the remaining replicas,
 // reports the lost one (on_replica_lost, replicas()), records what it misses, reconnects it by
 // itself and catches it up while the calls go on (options::reconnect; resync() does the same on
-// request), in either mode: synchronous persists go to it directly meanwhile; an asynchronous
+// request), in either mode: synchronous persists go to it directly meanwhile (unless it was
+// dropped as too slow: under degrade a synchronous call waits on one replica at most twice the
+// silence bound, connect_options::timeout or RPMEM_TIMEOUT; past it that replica is lost as
+// "too slow", sent no call while it catches up, and its last round holds the calls only when
+// its measured rate says that round is short; a replica whose calls each complete within it
+// sets the pace, as synchronous replication does); an asynchronous
 // replica, which is no prefix of the persists while blocks move, is marked "not whole" (an
 // incompat bit: open() and `rpmem promote`, even with --force, refuse it) until the catch-up's
 // last round, which holds the replicator. Under degrade every remote replica is marked
