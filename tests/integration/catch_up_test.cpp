@@ -12,6 +12,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <regex>
 #include <span>
 #include <thread>
@@ -24,6 +25,36 @@ namespace
 struct loopback {
 	sshd server;
 	replica node{server};
+};
+
+/** capi_bulk (tests/support/capi_bulk.c) on a pool of `size` bytes, the node's pool set
+ *  `set` of one part of `part_size`, with `env` first in its environment; its stderr and its
+ *  dump of the master in s.dir(). Ready once constructed. */
+struct bulk {
+	bulk(loopback &net, const log_setup &s, const std::string &set,
+	     const std::string &part_size, std::size_t size, const std::vector<std::string> &env)
+	    : err(s.dir() / (set + ".err")), dump(s.dir() / "master.bin"),
+	      w(argv(net, set, part_size, size, dump), s.environment(env), err.string())
+	{
+		auto line = w.read_line(std::chrono::seconds(120));
+		INFO("capi_bulk's stderr:\n" << errors());
+		REQUIRE(line);
+		REQUIRE(line->rfind("ready ", 0) == 0);
+	}
+	std::string errors() const { return slurp(err); }
+
+	fs::path err, dump;
+	child w;
+
+private:
+	static std::vector<std::string> argv(loopback &net, const std::string &set,
+	                                     const std::string &part_size, std::size_t size,
+	                                     const fs::path &dump)
+	{
+		net.node.write_poolset(set, {part_size});
+		return {RPMEM_BINARY_DIR "/bin/rpmem_capi_bulk", net.server.target().str(), set,
+		        std::to_string(size), dump.string()};
+	}
 };
 
 /** Sends capi_bulk one command line. */
@@ -96,17 +127,11 @@ void kill_in_catch_up(const interruption &how)
 	constexpr std::size_t size = 192u << 20;
 	loopback net;
 	log_setup s(net.server, net.node);
-	net.node.write_poolset("bulk.set", {"200M"});
-	const auto err = s.dir() / "bulk.err";
-	const auto dump = s.dir() / "master.bin";
-	child w({RPMEM_BINARY_DIR "/bin/rpmem_capi_bulk", net.server.target().str(), "bulk.set",
-	         std::to_string(size), dump.string()},
-	        s.environment(how.env), err.string());
-	auto errors = [&] { return slurp(err); };
-	auto line = w.read_line(std::chrono::seconds(120));
-	INFO("capi_bulk's stderr:\n" << errors());
-	REQUIRE(line);
-	REQUIRE(line->rfind("ready ", 0) == 0);
+	bulk b(net, s, "bulk.set", "200M", size, how.env);
+	auto &w = b.w;
+	const auto &dump = b.dump;
+	auto errors = [&] { return b.errors(); };
+	std::optional<std::string> line;
 	auto wait_for = [&](const std::string &what, std::size_t n, std::chrono::seconds limit) {
 		const auto give_up = std::chrono::steady_clock::now() + limit;
 		while (count(errors(), what) < n && std::chrono::steady_clock::now() < give_up)
@@ -280,17 +305,10 @@ TEST_CASE("catch-up: rpmemd frozen, a call bound shorter than RPMEM_TIMEOUT: the
 	constexpr std::size_t size = 16u << 20;
 	loopback net;
 	log_setup s(net.server, net.node);
-	net.node.write_poolset("frozen.set", {"20M"});
-	const auto err = s.dir() / "frozen.err";
-	const auto dump = s.dir() / "master.bin";
-	child w({RPMEM_BINARY_DIR "/bin/rpmem_capi_bulk", net.server.target().str(), "frozen.set",
-	         std::to_string(size), dump.string()},
-	        s.environment({"RPMEM_TIMEOUT=30000", "RPMEM_CALL_TIMEOUT=500"}), err.string());
-	auto errors = [&] { return slurp(err); };
-	auto line = w.read_line(std::chrono::seconds(120));
-	INFO("capi_bulk's stderr:\n" << errors());
-	REQUIRE(line);
-	REQUIRE(line->rfind("ready ", 0) == 0);
+	bulk b(net, s, "frozen.set", "20M", size,
+	       {"RPMEM_TIMEOUT=30000", "RPMEM_CALL_TIMEOUT=500"});
+	auto &w = b.w;
+	auto errors = [&] { return b.errors(); };
 	auto records = [&] {
 		REQUIRE(say(w, "lap"));
 		return read_lap(w).records;
@@ -321,5 +339,5 @@ TEST_CASE("catch-up: rpmemd frozen, a call bound shorter than RPMEM_TIMEOUT: the
 		INFO("the caught-up line: " << caught);
 		CHECK(has(caught, "; 0 bytes of persists went to it directly"));
 	}
-	close_and_compare(w, dump, net.node.part("frozen.set"), size);
+	close_and_compare(w, b.dump, net.node.part("frozen.set"), size);
 }

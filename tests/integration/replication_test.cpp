@@ -2001,6 +2001,27 @@ void resync_fed(replicated_pool &p, std::size_t i)
 	CHECK(p.replicas()[i].in_sync);
 }
 
+/** Once replica 1 of a two-replica pool was dropped as too slow and brought back: closes
+ *  the pool; both replicas must hold the master's bytes, and the client's log must say that
+ *  replica 1 was lost for being too slow and is in sync again, and nothing of replica 2. */
+void close_back_and_told(replicated_pool &p, const replicated_setup &s, const client_log &client)
+{
+	p.barrier();
+	auto expect = master_data(p);
+	p.close();
+	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (caught up)");
+	require_equal(expect, s.remote_data(1, expect.size() + K4), "replica 2 (never lost)");
+	const auto log = client.text();
+	INFO("the client's log:\n" << log);
+	const auto lost = log.find("remote replica 1 (");
+	REQUIRE(lost != std::string::npos);
+	const auto said = log.find("): lost: ", lost);
+	REQUIRE(said != std::string::npos);
+	CHECK(log.find("the replica is too slow", said) != std::string::npos);
+	CHECK(log.find("in sync again", said) != std::string::npos);
+	CHECK(log.find("remote replica 2 (") == std::string::npos); // never lost
+}
+
 /** A two-replica asynchronous pool under degrade, the lag bound 200 ms and RPMEM_TIMEOUT 2 s,
  *  brought back only by resync(): reconnected by itself, a replica could be caught up while
  *  the writers write, and these tests stop the writers first (see below why). */
@@ -2049,20 +2070,7 @@ TEST_CASE("replicated_pool asynchronous, degrade: a replica too slow to keep the
 		slow.fed();
 		resync_fed(p, 1);
 	}
-	p.barrier();
-	auto expect = master_data(p);
-	p.close();
-	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (caught up)");
-	require_equal(expect, s.remote_data(1, expect.size() + K4), "replica 2 (never lost)");
-	const auto log = client.text();
-	INFO("the client's log:\n" << log);
-	const auto lost = log.find("remote replica 1 (");
-	REQUIRE(lost != std::string::npos);
-	const auto said = log.find("): lost: ", lost);
-	REQUIRE(said != std::string::npos);
-	CHECK(log.find("the replica is too slow", said) != std::string::npos);
-	CHECK(log.find("in sync again", said) != std::string::npos);
-	CHECK(log.find("remote replica 2 (") == std::string::npos); // never lost
+	close_back_and_told(p, s, client);
 }
 
 TEST_CASE("replicated_pool synchronous, degrade: a call that waits on a starved replica longer "
@@ -2105,18 +2113,7 @@ TEST_CASE("replicated_pool synchronous, degrade: a call that waits on a starved 
 		slow.fed();
 		resync_fed(p, 1);
 	}
-	p.barrier();
-	auto expect = master_data(p);
-	p.close();
-	require_equal(expect, s.remote_data(0, expect.size() + K4), "replica 1 (caught up)");
-	require_equal(expect, s.remote_data(1, expect.size() + K4), "replica 2 (never lost)");
-	const auto log = client.text();
-	INFO("the client's log:\n" << log);
-	const auto said = log.find("remote replica 1 (");
-	REQUIRE(said != std::string::npos);
-	CHECK(log.find("the replica is too slow", said) != std::string::npos);
-	CHECK(log.find("in sync again", said) != std::string::npos);
-	CHECK(log.find("remote replica 2 (") == std::string::npos); // never lost
+	close_back_and_told(p, s, client);
 }
 
 TEST_CASE("replicated_pool asynchronous, degrade: two replicas too slow at once (both rpmemds "
