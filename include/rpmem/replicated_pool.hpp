@@ -37,7 +37,9 @@
 // silence bound, connect_options::timeout or RPMEM_TIMEOUT; past it that replica is lost as
 // "too slow", sent no call while it catches up, and its last round holds the calls only when
 // its measured rate says that round is short; a replica whose calls each complete within it
-// sets the pace, as synchronous replication does); an asynchronous
+// sets the pace, as synchronous replication does; the bound does not grow with a call's size:
+// where one persist takes longer than that to move, raise connect_options::timeout); an
+// asynchronous
 // replica, which is no prefix of the persists while blocks move, is marked "not whole" (an
 // incompat bit: open() and `rpmem promote`, even with --force, refuse it) until the catch-up's
 // last round, which holds the replicator. Under degrade every remote replica is marked
