@@ -2,15 +2,17 @@
 // replicated-pool-bench (bench/): persist latency and throughput of rpmem::replicated_pool, to
 // compare 1 vs N remote replicas (fan-out) and synchronous vs asynchronous mode. Not a test.
 //
-//   ./replicated-pool-bench pool.set sync|async [ops] [bytes] [threads]
+//   ./replicated-pool-bench pool.set sync|async [ops] [bytes] [threads] [fail|degrade]
 //
 // Creates the pool set (remote pools through RPMEM_CMD entries in REPLICA order), runs `ops`
 // persists of `bytes` at scattered offsets (split over `threads` threads, each on its own
 // slots), prints the median and p99 persist latency and the
 // throughput (asynchronous: until barrier() returns, i.e. until the replicas hold it all).
-// Asynchronous mode also prints its floor: the same persists done by hand on the master's
-// mapping with pmem_persist, each followed by the least an asynchronous hand-off needs (copy
-// the range aside, push it under a mutex, wake a consumer thread that pops it).
+// The failure policy is fail unless `degrade` is given (which adds, in synchronous mode, the
+// call bound's watch and its stamps). Asynchronous mode also prints its floor: the same persists
+// done by hand on the master's mapping with pmem_persist, each followed by the least an
+// asynchronous hand-off needs (copy the range aside, push it under a mutex, wake a consumer thread
+// that pops it).
 #include <rpmem/replicated_pool.hpp>
 
 #include <libpmem.h>
@@ -83,8 +85,10 @@ double local_enqueue_floor(std::byte *base, std::size_t size, std::size_t ops, s
 int main(int argc, char *argv[])
 {
 	if (argc < 3) {
-		std::fprintf(stderr, "usage: %s pool.set sync|async [ops] [bytes] [threads]\n",
-		             argv[0]);
+		std::fprintf(
+		    stderr,
+		    "usage: %s pool.set sync|async [ops] [bytes] [threads] [fail|degrade]\n",
+		    argv[0]);
 		return 2;
 	}
 	const std::string mode = argv[2];
@@ -95,6 +99,8 @@ int main(int argc, char *argv[])
 	rpmem::replicated_pool::options o;
 	if (mode == "async")
 		o.replication = rpmem::replicated_pool::mode::asynchronous;
+	if (argc > 6 && std::string(argv[6]) == "degrade")
+		o.on_failure = rpmem::replicated_pool::failure_policy::degrade;
 	o.max_lag_bytes = 64u << 20;
 	try {
 		auto p = rpmem::replicated_pool::create(argv[1], o);
