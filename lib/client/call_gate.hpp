@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// A gate the application's calls pass through and one thread can close: close() waits until
+// A gate the application's calls pass through and threads can close: close() waits until
 // every call inside has left and holds new ones at the gate until open(). Unlike a
 // reader-preferring rwlock (glibc's default), a closing thread is never starved by a steady
 // stream of calls. Entering and leaving an open gate costs two atomic operations.
+// Closers may overlap (a healer installing a session while a call, or the call bound's watch,
+// gives the replica up): the gate stays closed until every one of them has opened it. They
+// hold the calls, not each other: each guards its own state by other means.
 #pragma once
 
 #include <atomic>
@@ -19,37 +22,39 @@ public:
 	void enter()
 	{
 		for (;;) {
-			if (!closed_.load()) {
+			if (closers_.load() == 0) {
 				inside_.fetch_add(1);
-				if (!closed_.load())
+				if (closers_.load() == 0)
 					return;
 				leave();
 			}
 			std::unique_lock l(mu_);
-			cv_.wait(l, [&] { return !closed_.load(); });
+			cv_.wait(l, [&] { return closers_.load() == 0; });
 		}
 	}
 	void leave()
 	{
-		if (inside_.fetch_sub(1) == 1 && closed_.load()) {
+		if (inside_.fetch_sub(1) == 1 && closers_.load() != 0) {
 			std::lock_guard l(mu_);
 			cv_.notify_all();
 		}
 	}
-	/** Holds new callers and waits until every caller inside has left. One closer at a time. */
+	/** Holds new callers and waits until every caller inside has left. Each close() is
+	 *  ended by one open(). */
 	void close()
 	{
-		closed_.store(true);
+		closers_.fetch_add(1);
 		std::unique_lock l(mu_);
 		cv_.wait(l, [&] { return inside_.load() == 0; });
 	}
 	/** Whether a closer has closed it (or is waiting for the calls inside to leave). */
-	bool closed() const noexcept { return closed_.load(); }
+	bool closed() const noexcept { return closers_.load() != 0; }
+	/** Ends one close(): the calls go on once no closer holds the gate. */
 	void open()
 	{
 		{
 			std::lock_guard l(mu_);
-			closed_.store(false);
+			closers_.fetch_sub(1);
 		}
 		cv_.notify_all();
 	}
@@ -69,7 +74,7 @@ public:
 
 private:
 	std::atomic<int> inside_{0};
-	std::atomic<bool> closed_{false};
+	std::atomic<int> closers_{0};
 	std::mutex mu_;
 	std::condition_variable cv_;
 };

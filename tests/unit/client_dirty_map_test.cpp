@@ -320,3 +320,26 @@ TEST_CASE("call_gate: close waits for the calls inside and holds new ones until 
 	late.join();
 	CHECK(entered == 1);
 }
+
+TEST_CASE("call_gate: overlapping closers hold the calls until the last one opens",
+          "[client][gate]")
+{
+	// A healer installing a session while the call bound's watch gives the replica up: each
+	// closes the gate for its own step, and neither step may let calls in for the other.
+	call_gate g;
+	g.close();
+	g.close(); // the second closer: no call inside, so at once
+	std::atomic<int> entered{0};
+	std::thread late([&] {
+		call_gate::pass in(g);
+		entered.fetch_add(1);
+	});
+	g.open(); // the first is done
+	std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	CHECK(g.closed());
+	CHECK(entered == 0); // still held by the second
+	g.open();
+	late.join();
+	CHECK(entered == 1);
+	CHECK_FALSE(g.closed());
+}
