@@ -120,9 +120,8 @@ void resilient_pool::call_overdue(clock_type::duration waited)
 
 void resilient_pool::watch_loop()
 {
-	using namespace std::chrono_literals;
 	const auto bound = cfg_.call_timeout;
-	const auto tick = std::clamp<std::chrono::milliseconds>(bound / 10, 10ms, 100ms);
+	const auto tick = watch_tick(bound);
 	auto &guard = exit_guard::get();
 	std::unique_lock l(mu_);
 	while (!stop_) {
@@ -137,8 +136,7 @@ void resilient_pool::watch_loop()
 		}
 		if (!oldest)
 			continue;
-		const auto waited =
-		    clock_type::now() - clock_type::time_point(clock_type::duration(oldest));
+		const auto waited = stamp_age(oldest, clock_type::now());
 		if (waited <= bound)
 			continue;
 		// Work that logs: inside the exit guard (exit_guard.hpp); parked once exiting.

@@ -227,8 +227,7 @@ void resilient_pool::on_replica(unsigned lane, std::size_t offset, std::size_t l
 		}
 	} waiting{watched() ? &lanes_[lane].waiting : nullptr};
 	if (waiting.at)
-		waiting.at->store(clock_type::now().time_since_epoch().count(),
-		                  std::memory_order_relaxed);
+		waiting.at->store(stamp_now(), std::memory_order_relaxed);
 	for (;;) {
 		std::optional<rpmem::error> failed;
 		std::uint64_t epoch = 0;

@@ -8,8 +8,8 @@
 #include "client/control_session.hpp"
 #include "client/exit_guard.hpp"
 #include "client/log.hpp"
+#include "client/resilient_pool_timing.hpp"
 
-#include <algorithm>
 #include <optional>
 
 namespace rpmem
@@ -231,10 +231,9 @@ void replicated_pool::impl::stop_watch() noexcept
 
 void replicated_pool::impl::watch_loop()
 {
-	using namespace std::chrono_literals;
-	using clock_type = std::chrono::steady_clock;
+	using namespace client::resilient_timing;
 	const auto bound = call_bound();
-	const auto tick = std::clamp<std::chrono::milliseconds>(bound / 10, 10ms, 100ms);
+	const auto tick = watch_tick(bound);
 	auto &guard = client::exit_guard::get();
 	std::unique_lock g(state_mu);
 	while (!watch_stop) {
@@ -252,8 +251,7 @@ void replicated_pool::impl::watch_loop()
 			const int on = w.on.load(std::memory_order_relaxed);
 			if (!since || on < 0 || static_cast<std::size_t>(on) >= remotes.size())
 				continue;
-			const auto waited =
-			    now - clock_type::time_point(clock_type::duration(since));
+			const auto waited = stamp_age(since, now);
 			if (waited <= bound)
 				continue;
 			if (!guard.enter()) { // exiting: park

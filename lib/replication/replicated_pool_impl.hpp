@@ -14,6 +14,7 @@
 #include "client/catch_up_window.hpp"
 #include "client/dirty_map.hpp"
 #include "client/remote_pool.hpp"
+#include "client/resilient_pool_timing.hpp"
 #include "client/stats_export.hpp"
 #include "pmdk/behind_record.hpp"
 #include "pmdk/pool_header.hpp"
@@ -338,8 +339,7 @@ struct replicated_pool::impl {
 		auto &w = lane_waits[lane];
 		w.since.store(0, std::memory_order_relaxed); // never the old time with the new one
 		w.on.store(static_cast<int>(&r - remotes.data()), std::memory_order_relaxed);
-		w.since.store(std::chrono::steady_clock::now().time_since_epoch().count(),
-		              std::memory_order_relaxed);
+		w.since.store(client::resilient_timing::stamp_now(), std::memory_order_relaxed);
 	}
 	std::mutex heal_mu; // one catch-up at a time: the healer's or resync's
 	/** Takes r out of the calls' way (lost, what it misses recorded) without the failure
