@@ -42,6 +42,15 @@ struct bulk {
 		REQUIRE(line->rfind("ready ", 0) == 0);
 	}
 	std::string errors() const { return slurp(err); }
+	/** Waits until capi_bulk's stderr (its log) says `what`, for 120 s at most; whether it
+	 *  did. */
+	bool said(const std::string &what) const
+	{
+		const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+		while (!has(errors(), what) && std::chrono::steady_clock::now() < give_up)
+			std::this_thread::sleep_for(std::chrono::milliseconds(2));
+		return has(errors(), what);
+	}
 
 	fs::path err, dump;
 	child w;
@@ -313,16 +322,10 @@ TEST_CASE("catch-up: rpmemd frozen, a call bound shorter than RPMEM_TIMEOUT: the
 		REQUIRE(say(w, "lap"));
 		return read_lap(w).records;
 	};
-	auto wait_for = [&](const std::string &what) {
-		const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-		while (!has(errors(), what) && std::chrono::steady_clock::now() < give_up)
-			std::this_thread::sleep_for(std::chrono::milliseconds(2));
-		return has(errors(), what);
-	};
 	const pid_t daemon = find_rpmemd(net.node.dir().string());
 	REQUIRE(daemon > 0);
 	REQUIRE(freeze(daemon));
-	REQUIRE(wait_for("the replica is too slow"));
+	REQUIRE(b.said("the replica is too slow"));
 	CHECK(has(errors(), "longer than RPMEM_CALL_TIMEOUT (500 ms)"));
 	// The records thread goes on while rpmemd stays frozen.
 	records();
@@ -331,7 +334,7 @@ TEST_CASE("catch-up: rpmemd frozen, a call bound shorter than RPMEM_TIMEOUT: the
 	// Continued, the old rpmemd sees its session gone and lets the pool go; the healer's
 	// next session catches the replica up, sending it no call meanwhile.
 	REQUIRE(::kill(daemon, SIGCONT) == 0);
-	REQUIRE(wait_for("replica in_sync (caught up"));
+	REQUIRE(b.said("replica in_sync (caught up"));
 	{
 		const auto text = errors();
 		const auto at = text.find("replica in_sync (caught up");
@@ -357,25 +360,19 @@ TEST_CASE("catch-up: a last round, the calls held, longer than RPMEM_CALL_TIMEOU
 	       {"RPMEM_RECONNECT_TIMEOUT=1000", "RPMEM_CALL_TIMEOUT=100",
 	        "RPMEM_CATCH_UP_HOLD_BYTES=268435456"});
 	auto &w = b.w;
-	auto wait_for = [&](const std::string &what) {
-		const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-		while (!has(b.errors(), what) && std::chrono::steady_clock::now() < give_up)
-			std::this_thread::sleep_for(std::chrono::milliseconds(2));
-		return has(b.errors(), what);
-	};
 	INFO("capi_bulk's stderr:\n" << b.errors());
 	// Away (logins refused, rpmemd killed) while every block changes.
 	const auto keys = net.server.dir() / "authorized_keys";
 	const auto keys_off = net.server.dir() / "authorized_keys.off";
 	fs::rename(keys, keys_off);
 	REQUIRE(run_kill_rpmemd(net.node.dir().string()));
-	REQUIRE(wait_for("replica lost"));
+	REQUIRE(b.said("replica lost"));
 	REQUIRE(say(w, "fill 1"));
 	REQUIRE(w.read_line(std::chrono::seconds(120)) == std::string("filled"));
 	REQUIRE(say(w, "lap"));
 	read_lap(w);
 	fs::rename(keys_off, keys);
-	REQUIRE(wait_for("catching up failed in its last round"));
+	REQUIRE(b.said("catching up failed in its last round"));
 	{
 		const auto text = b.errors();
 		const auto at = text.find("catching up failed in its last round");
@@ -383,7 +380,7 @@ TEST_CASE("catch-up: a last round, the calls held, longer than RPMEM_CALL_TIMEOU
 		INFO("the failure: " << failed);
 		CHECK(has(failed, "longer than RPMEM_CALL_TIMEOUT (100 ms)"));
 	}
-	REQUIRE(wait_for("replica in_sync (caught up"));
+	REQUIRE(b.said("replica in_sync (caught up"));
 	// What the records thread lived through: it went on throughout (capi_bulk stops at the
 	// first error); its longest call is reported, the machine being noisy.
 	REQUIRE(say(w, "lap"));
