@@ -135,6 +135,7 @@ bool remote_writer::catch_up()
 	// written again meanwhile are skipped, left to a later round: its rate is what moved).
 	auto round_start = start;
 	std::uint64_t moved_before = 0;
+	client::slow_last_round slow_round; // said once in sync
 	clock_type::time_point held_from{};
 	std::unique_lock held(sink_->mu, std::defer_lock); // the last round holds the replicator
 	bool gate_closed = false;
@@ -176,6 +177,9 @@ bool remote_writer::catch_up()
 			                                         cfg_.lag.max_lag_time)
 			            : client::last_catch_up_round(bytes, previous, round,
 			                                          cfg_.catch_up_hold_bytes);
+			    if (last && slow_.load())
+				    slow_round.judge(bytes, dest.moved - moved_before,
+				                     now - round_start, cfg_.lag.max_lag_time);
 			    round_start = now;
 			    moved_before = dest.moved;
 			    if (last) {
@@ -241,9 +245,9 @@ bool remote_writer::catch_up()
 	          fmt::format("caught up: {} bytes moved in {} round(s), {:.0f} ms, the calls "
 	                      "held for the last {:.1f} ms ({} bytes of blocks changed since it "
 	                      "was lost; {} bytes written again meanwhile went in a later round "
-	                      "only)",
+	                      "only{})",
 	                      dest.moved, round, ms_since(start), ms_since(held_from),
-	                      changed.bytes(), dest.skipped));
+	                      changed.bytes(), dest.skipped, slow_round.note()));
 	return true;
 }
 

@@ -6,6 +6,8 @@
 
 #include "rpmem/error.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cerrno>
 
@@ -20,6 +22,16 @@ namespace
 constexpr std::uint64_t move_chunk = 4u << 20;
 
 } // namespace
+
+std::string slow_last_round::note() const
+{
+	if (!taken)
+		return {};
+	return fmt::format("; its last round, {} bytes, was taken by the link's measured rate: "
+	                   "{:.1f} ms at it, within {} ms",
+	                   bytes, predicted_ms,
+	                   std::chrono::duration_cast<std::chrono::milliseconds>(budget).count());
+}
 
 std::uint64_t sync_plan::bytes() const
 {

@@ -183,6 +183,31 @@ constexpr bool last_round_of_slow(std::uint64_t bytes, std::uint64_t previous,
 	       static_cast<double>(budget.count()) * static_cast<double>(previous);
 }
 
+/** What a slow replica's last round was taken by, for the log line that says it is in sync:
+ *  an operator sees why the calls were held then, and for how long the link's rate said. */
+struct slow_last_round {
+	bool taken = false;      ///< the last round was judged by last_round_of_slow
+	std::uint64_t bytes = 0; ///< what it was to move when judged
+	double predicted_ms = 0; ///< its time at the rate the round before it measured
+	std::chrono::nanoseconds budget{};
+
+	/** Records the judgement of a round about to move `bytes` (as last_round_of_slow). */
+	void judge(std::uint64_t b, std::uint64_t previous, std::chrono::nanoseconds took,
+	           std::chrono::nanoseconds within)
+	{
+		taken = true;
+		bytes = b;
+		budget = within;
+		predicted_ms = previous == 0
+		                   ? 0
+		                   : static_cast<double>(b) * static_cast<double>(took.count()) /
+		                         static_cast<double>(previous) / 1e6;
+	}
+	/** "; its last round, N bytes, taken by the link's measured rate (P ms, within B ms)", or
+	 *  nothing when the replica was not slow. */
+	std::string note() const;
+};
+
 /** The same protocol with the ranges given a round at a time: next() until it returns none
  *  (a catch-up while the application keeps writing: a block written again after its round
  *  comes in a later one). Progress counts each round's bytes against that round. */

@@ -201,6 +201,7 @@ bool resilient_pool::catch_up()
 	// replica dropped for being slow.
 	auto round_start = start;
 	std::uint64_t moved_before = 0;
+	slow_last_round slow_round; // said once in sync
 	try {
 		apply_sync_rounds(
 		    dest,
@@ -227,6 +228,9 @@ bool resilient_pool::catch_up()
 			                                 now - round_start, cfg_.call_timeout / 4)
 			            : last_catch_up_round(bytes, previous, round,
 			                                  cfg_.catch_up_hold_bytes);
+			    if (last && slow_.load())
+				    slow_round.judge(bytes, dest.moved - moved_before,
+				                     now - round_start, cfg_.call_timeout / 4);
 			    round_start = now;
 			    moved_before = dest.moved;
 			    if (last) {
@@ -273,10 +277,10 @@ bool resilient_pool::catch_up()
 	          fmt::format("caught up: {} bytes moved in {} round(s), {:.0f} ms, the calls "
 	                      "held for the last {:.1f} ms ({} bytes of blocks changed since it "
 	                      "was lost; {} bytes written again meanwhile went in a later round "
-	                      "only; {} bytes of persists went to it directly meanwhile)",
+	                      "only; {} bytes of persists went to it directly meanwhile{})",
 	                      dest.moved, round, ms_since(start), ms_since(held_from),
 	                      changed.bytes(), dest.skipped,
-	                      fwd_.bytes.load(std::memory_order_relaxed)));
+	                      fwd_.bytes.load(std::memory_order_relaxed), slow_round.note()));
 	gate_.open();
 	return true;
 }

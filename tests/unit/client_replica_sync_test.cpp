@@ -177,6 +177,25 @@ TEST_CASE("a catch-up of a replica dropped for being too slow takes its last rou
 	CHECK(last_round_of_slow(4 * M, 4 * M, milliseconds(10), budget));
 }
 
+TEST_CASE("the log line of a slow replica's catch-up says what its last round's measured rate "
+          "predicted",
+          "[client][sync]")
+{
+	using std::chrono::milliseconds;
+	constexpr std::uint64_t M = 1u << 20;
+	rpmem::client::slow_last_round r;
+	// Not slow: nothing is added to the in-sync line.
+	CHECK(r.note().empty());
+	// 1 MiB after 4 MiB moved in 2 s: 500 ms at that rate.
+	r.judge(M, 4 * M, milliseconds(2000), milliseconds(500));
+	CHECK(r.note() == "; its last round, 1048576 bytes, was taken by the link's measured rate: "
+	                  "500.0 ms at it, within 500 ms");
+	// An empty round (taken whatever came before) is due at once.
+	r.judge(0, 0, milliseconds(0), milliseconds(375));
+	CHECK(r.note() == "; its last round, 0 bytes, was taken by the link's measured rate: "
+	                  "0.0 ms at it, within 375 ms");
+}
+
 TEST_CASE("a catch-up's held round is bounded: the guard acts once past its time, never when "
           "the round ends first or when it has no bound",
           "[client][sync]")
