@@ -7,6 +7,7 @@
 #include "libpmemobj_crash.hpp"
 #include "process.hpp"
 #include "replica_fixture.hpp"
+#include "replica_states.hpp"
 #include "support/child.hpp"
 #include "support/proc_state.hpp"
 
@@ -372,6 +373,13 @@ public:
 	}
 
 	std::string writer_errors() const { return slurp(local_ / "writer.err"); }
+	/** The replica's states as the writer's log said them, then the whole log. */
+	std::string said() const
+	{
+		const auto log = writer_errors();
+		return "the replica's states: " + replica_states(log) + "\nthe writer's stderr:\n" +
+		       log;
+	}
 	/** Where a fail-policy writer's sanitizer reports go (ended_by_libpmemobj_env). */
 	fs::path reports() const { return local_ / "reports"; }
 	const fs::path &dir() const { return local_; }
@@ -391,7 +399,7 @@ public:
 				    std::chrono::steady_clock::now() + std::chrono::seconds(120);
 			}
 		}
-		INFO("the writer's stderr:\n" << writer_errors());
+		INFO(said());
 		REQUIRE(state().committed >= n);
 	}
 
@@ -548,6 +556,46 @@ bool wait_caught_up(seq_setup &s, child &w)
 	return s.writer_errors().find("replica in_sync (caught up") != std::string::npos;
 }
 
+/** Once the writer, its replica caught up after an outage, was SIGKILLed: the replica holds a
+ *  whole transaction past `floor` (what the catch-up brought it), none the writer did not
+ *  commit, and, when the log says it was in sync at the kill, every transaction the lag bound
+ *  requires. A replica dropped again since (a sanitizer's load on two cores once made a batch
+ *  take longer than RPMEM_TIMEOUT) owes the bound nothing from its drop on, as
+ *  librpmem(7) says; it is checked as a replica away is: a whole transaction, or refused while
+ *  marked as being caught up, until rpmem sync. */
+void check_after_catch_up(seq_setup &s, std::uint64_t floor, const std::string &what)
+{
+	const auto log = s.writer_errors();
+	const auto st = s.state();
+	std::string report;
+	const long long k = s.replica_state(report);
+	INFO(what << ": committed " << st.committed << ", the replica must hold "
+	          << seq_setup::must_hold(st) << " while in sync and more than " << floor
+	          << "; the replica's states: " << replica_states(log) << "\n"
+	          << report);
+	if (last_replica_state(log) != "in_sync") {
+		WARN(what << ": the replica was dropped again after its catch-up, the lag bound "
+		          << "not checked: " << replica_states(log));
+		if (k == -1) {
+			CHECK(report.find("was being caught up from its master") !=
+			      std::string::npos);
+			auto synced = s.on_master(RPMEM_BINARY_DIR "/bin/rpmem sync");
+			INFO("rpmem sync printed:\n" << synced.output);
+			REQUIRE(synced.status == 0);
+			return;
+		}
+		REQUIRE(k != seq_setup::before_create);
+		CHECK(static_cast<std::uint64_t>(k) > floor);
+		CHECK(static_cast<std::uint64_t>(k) <= st.committed);
+		return;
+	}
+	REQUIRE(k != -1);
+	REQUIRE(k != seq_setup::before_create);
+	CHECK(static_cast<std::uint64_t>(k) > floor);
+	CHECK(static_cast<std::uint64_t>(k) >= seq_setup::must_hold(st));
+	CHECK(static_cast<std::uint64_t>(k) <= st.committed);
+}
+
 } // namespace
 
 TEST_CASE("async capi: rpmemd killed under stock libpmemobj: with no reconnect time the writer "
@@ -591,7 +639,7 @@ TEST_CASE("async capi: rpmemd killed under stock libpmemobj: with no reconnect t
 			// The writer goes on; the replica is reconnected and caught up while it
 			// writes, and is then in sync: the lag bound holds again.
 			const bool caught_up = wait_caught_up(s, *w);
-			INFO("the writer's stderr:\n" << s.writer_errors());
+			INFO(s.said());
 			REQUIRE(caught_up);
 			CHECK(s.writer_errors().find("replica reconnecting") != std::string::npos);
 			CHECK(s.writer_errors().find("replica catching_up") != std::string::npos);
@@ -599,17 +647,9 @@ TEST_CASE("async capi: rpmemd killed under stock libpmemobj: with no reconnect t
 			CHECK_FALSE(w->wait(std::chrono::milliseconds(0)));
 			w->kill(SIGKILL);
 			REQUIRE(w->wait(std::chrono::seconds(30)));
-			const auto st = s.state();
-			std::string report;
-			const long long k = s.replica_state(report);
-			INFO(policy << " " << i << ": committed " << st.committed << " (" << at_kill
-			            << " at the kill); the replica must hold "
-			            << seq_setup::must_hold(st) << "; " << report);
-			REQUIRE(k != -1);
-			REQUIRE(k != seq_setup::before_create);
-			CHECK(static_cast<std::uint64_t>(k) > at_kill);
-			CHECK(static_cast<std::uint64_t>(k) >= seq_setup::must_hold(st));
-			CHECK(static_cast<std::uint64_t>(k) <= st.committed);
+			check_after_catch_up(
+			    s, at_kill,
+			    fmt::format("{} {}, {} at rpmemd's kill", policy, i, at_kill));
 		}
 	}
 }
@@ -637,7 +677,7 @@ TEST_CASE("async capi: rpmemd frozen (SIGSTOP) under stock libpmemobj: the write
 	       std::chrono::steady_clock::now() < give_up && !w->wait(std::chrono::milliseconds(0)))
 		std::this_thread::sleep_for(std::chrono::milliseconds(10));
 	{
-		INFO("the writer's stderr:\n" << s.writer_errors());
+		INFO(s.said());
 		CHECK(s.state().committed >= at_stop + 2000);
 		CHECK(s.writer_errors().find(
 		          "going on without it (RPMEM_ASYNC_ON_FAILURE=continue)") !=
@@ -647,20 +687,12 @@ TEST_CASE("async capi: rpmemd frozen (SIGSTOP) under stock libpmemobj: the write
 	::kill(daemon, SIGKILL); // a stopped process still takes SIGKILL
 	::kill(daemon, SIGCONT);
 	const bool caught_up = wait_caught_up(s, *w);
-	INFO("the writer's stderr:\n" << s.writer_errors());
+	INFO(s.said());
 	REQUIRE(caught_up);
 	s.wait_committed(s.state().committed + 2000, *w);
 	w->kill(SIGKILL);
 	REQUIRE(w->wait(std::chrono::seconds(30)));
-	const auto st = s.state();
-	std::string report;
-	const long long k = s.replica_state(report);
-	INFO("committed " << st.committed << ", " << at_stop << " when rpmemd stopped; the replica "
-	                  << "must hold " << seq_setup::must_hold(st) << "; " << report);
-	REQUIRE(k != -1);
-	REQUIRE(k != seq_setup::before_create);
-	CHECK(static_cast<std::uint64_t>(k) > at_stop + 2000);
-	CHECK(static_cast<std::uint64_t>(k) >= seq_setup::must_hold(st));
+	check_after_catch_up(s, at_stop + 2000, fmt::format("{} when rpmemd stopped", at_stop));
 }
 
 TEST_CASE("async capi: stock libpmemobj killed at random points of an outage and of the "
