@@ -259,14 +259,16 @@ void replicated_pool::impl::watch_loop()
 				watch_cv.wait(g, [&] { return watch_stop; });
 				return;
 			}
-			drop_slow(remotes[static_cast<std::size_t>(on)], waited, bound);
+			drop_slow(remotes[static_cast<std::size_t>(on)],
+			          w.call.load(std::memory_order_relaxed), waited, bound);
 			guard.leave();
 		}
 		g.lock();
 	}
 }
 
-void replicated_pool::impl::drop_slow(remote_replica &r, std::chrono::nanoseconds waited,
+void replicated_pool::impl::drop_slow(remote_replica &r, const char *call,
+                                      std::chrono::nanoseconds waited,
                                       std::chrono::milliseconds bound)
 {
 	{
@@ -280,10 +282,11 @@ void replicated_pool::impl::drop_slow(remote_replica &r, std::chrono::nanosecond
 		return;
 	r.rp->give_up(
 	    ETIMEDOUT,
-	    fmt::format("the replica is too slow: a call has waited {:.0f} ms for it, longer than "
+	    fmt::format("the replica is too slow: a {} has waited {:.0f} ms for it, longer than "
 	                "twice the silence bound ({} ms: connect_options::timeout, else "
 	                "RPMEM_TIMEOUT), while its session lived",
-	                std::chrono::duration<double, std::milli>(waited).count(), bound.count()));
+	                call, std::chrono::duration<double, std::milli>(waited).count(),
+	                bound.count()));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -301,9 +304,11 @@ constexpr std::size_t max_flushed = 1024;
 class call_stamp
 {
 public:
-	call_stamp(replicated_pool::impl &d, unsigned lane)
+	call_stamp(replicated_pool::impl &d, unsigned lane, const char *call)
 	    : w_(d.lane_waits ? &d.lane_waits[lane] : nullptr)
 	{
+		if (w_)
+			w_->call.store(call, std::memory_order_relaxed);
 	}
 	~call_stamp()
 	{
@@ -330,7 +335,7 @@ public:
 		// A lost one gets it in its dirty map (also when this very call lost it), unless
 		// it is being caught up and the range went to it directly.
 		d_.with_lane([&](unsigned lane) {
-			call_stamp waiting(d_, lane);
+			call_stamp waiting(d_, lane, "persist");
 			d_.remote_all(
 			    "replicated_pool::persist",
 			    [&](remote_replica &x) {
@@ -348,13 +353,17 @@ public:
 
 	void flush(range r) override
 	{
-		// Posting a write returns at once. On the thread's lane: its drain() drains it, and
-		// a replica lost before then gets it in its dirty map.
+		// Posting a write returns at once, unless the lane must first reap what it posted
+		// before (a full queue, a drain in flight): that waits on the replica, and is
+		// bounded as persist and drain are. On the thread's lane: its drain() drains it,
+		// and a replica lost before then gets it in its dirty map.
 		d_.with_lane([&](unsigned lane) {
+			call_stamp waiting(d_, lane, "flush");
 			for (auto &x : d_.remotes) {
 				if (!d_.active(x))
 					continue;
 				try {
+					d_.waiting_on(lane, x);
 					x.rp->flush(r.offset, r.length, lane,
 					            client::flush_relaxed);
 				} catch (const std::exception &) {
@@ -380,7 +389,7 @@ public:
 	void drain() override
 	{
 		d_.with_lane([&](unsigned lane) {
-			call_stamp waiting(d_, lane);
+			call_stamp waiting(d_, lane, "drain");
 			d_.remote_all(
 			    "replicated_pool::drain",
 			    [&](remote_replica &x) {

@@ -306,6 +306,7 @@ struct replicated_pool::impl {
 	struct lane_wait {
 		std::atomic<std::chrono::steady_clock::rep> since{0};
 		std::atomic<int> on{-1};
+		std::atomic<const char *> call{"call"}; // what waits: "persist", "flush", "drain"
 	};
 	std::unique_ptr<lane_wait[]> lane_waits; // while the watch runs
 	// Held where a replica's session (remote_replica::rp) is put in or taken out while the
@@ -327,8 +328,9 @@ struct replicated_pool::impl {
 	void start_watch();
 	void stop_watch() noexcept;
 	void watch_loop();
-	/** A call waited `waited` on r, past the call bound: r's session is failed, r slow. */
-	void drop_slow(remote_replica &r, std::chrono::nanoseconds waited,
+	/** A call (`call`: its name) waited `waited` on r, past the call bound: r's session is
+	 *  failed, r slow. */
+	void drop_slow(remote_replica &r, const char *call, std::chrono::nanoseconds waited,
 	               std::chrono::milliseconds bound);
 	/** The lane's call waits on r from now (lane_waits, when the watch runs): a replica
 	 *  is blamed only for its own wait, not for one before it in the same call. */

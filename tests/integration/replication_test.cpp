@@ -2120,6 +2120,74 @@ TEST_CASE("replicated_pool synchronous, degrade: a call that waits on a starved 
 	close_back_and_told(p, s, client);
 }
 
+TEST_CASE("replicated_pool synchronous, degrade: a flush that waits on a starved replica longer "
+          "than twice RPMEM_TIMEOUT for room on its lane drops it, before any drain",
+          "[replication][fault][outage]")
+{
+	const client_log client;
+	// The call bound is 4 s. The starved rpmemd answers the keep-alive in its windows, 0.3 s
+	// apart: a ping may take min(RPMEM_TIMEOUT, 3 x RPMEM_KEEPALIVE), here six windows (at
+	// 1000 ms, under load, one ping in four went unanswered before the flush's bound).
+	::setenv("RPMEM_TIMEOUT", "2000", 1);
+	::setenv("RPMEM_KEEPALIVE", "600", 1);
+	sshd server;
+	constexpr std::size_t big = 64u << 20;
+	replicated_setup s(server, 2, {"80M"}, false, "80M");
+	replicated_pool::options o;
+	o.on_failure = replicated_pool::failure_policy::degrade;
+	o.reconnect = false;
+	auto p = replicated_pool::create(s.path(), s.options(o));
+	auto data = p.data();
+	std::mt19937_64 rng(2812);
+	for (std::size_t i = 0; i < big; i += 8) {
+		const auto v = rng();
+		std::memcpy(data.data() + i, &v, 8);
+	}
+	{
+		// Relaxed flushes of 256 KiB, 256 MiB in all: a flush posts its write and returns,
+		// until the lane's queue is full; then it waits for room, which the starved rpmemd
+		// takes seconds to make. That wait is a call waiting on the replica, bounded as a
+		// persist's is: the replica is dropped during a flush. (Unbounded, one flush
+		// waited 7.7-8.4 s, until a keep-alive ping went unanswered.) Under load a ping
+		// may go unanswered sooner, the replica then lost as silent, which says nothing
+		// of the flush's bound: another try, at most five.
+		constexpr std::size_t piece = 256u << 10;
+		std::string why;
+		for (int attempt = 0; attempt < 5; ++attempt) {
+			starved slow(s, 0);
+			double longest = 0;
+			for (std::size_t i = 0; i < 4 * big / piece; ++i) {
+				const auto t0 = std::chrono::steady_clock::now();
+				p.flush(data.subspan((i * piece) % big, piece));
+				longest =
+				    std::max(longest, std::chrono::duration<double, std::milli>(
+				                          std::chrono::steady_clock::now() - t0)
+				                          .count());
+			}
+			// Reported, not asserted (a noisy machine): 4.2 s here, the bound 4 s.
+			WARN("the longest flush took " << longest << " ms");
+			// The flush's failure waits for the drain, which reports it (degrade: the
+			// replica lost, the call going on).
+			p.drain();
+			const auto lost = p.replicas()[1];
+			INFO("replica 1: " << lost.state << ": " << lost.error);
+			REQUIRE(lost.state != "connected");
+			CHECK(p.replicas()[2].in_sync);
+			why = lost.error;
+			slow.fed();
+			resync_fed(p, 1);
+			if (why.find("the keep-alive ping failed") == std::string::npos)
+				break;
+			WARN("attempt " << attempt
+			                << ": dropped as silent, not by the bound: " << why);
+		}
+		INFO("replica 1 was lost for: " << why);
+		CHECK(why.find("the replica is too slow: a flush has waited") != std::string::npos);
+		CHECK(why.find("twice the silence bound") != std::string::npos);
+	}
+	close_back_and_told(p, s, client);
+}
+
 TEST_CASE("replicated_pool asynchronous, degrade: two replicas too slow at once (both rpmemds "
           "starved) are both dropped, the writers going on on the master, and both are caught "
           "up",
