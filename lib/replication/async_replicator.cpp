@@ -47,6 +47,9 @@ private:
 	remote_replica *busy_ = nullptr; // the replica op runs on; its session stays meanwhile
 	bool dropped_ = false;           // busy_ was given up already
 	async::clock_type::time_point busy_since_{};
+	// The batch's time the replicator spent on each replica (d_.remotes' order), busy_'s
+	// current wait not counted yet: congested() drops only a replica that took much of it.
+	std::vector<async::clock_type::duration> waited_;
 };
 
 template <class Op> void replica_sink::on(remote_replica &r, Op &&op)
@@ -63,23 +66,31 @@ template <class Op> void replica_sink::on(remote_replica &r, Op &&op)
 	}
 	struct done {
 		replica_sink &s;
+		std::size_t i;
 		~done()
 		{
 			std::lock_guard b(s.busy_mu_);
+			s.waited_[i] += async::clock_type::now() - s.busy_since_;
 			s.busy_ = nullptr;
 		}
-	} leave{*this};
+	} leave{*this, static_cast<std::size_t>(&r - d_.remotes.data())};
 	op();
 }
 
 bool replica_sink::congested(async::clock_type::duration sending)
 {
-	// The replica the replicator has been waiting on for a while: not one it only posts to
-	// on its way to the slow one. Once one is dropped, the batch goes on to the others and
-	// one it then waits on for as long is slow too: the batch is over the bound already.
+	// The replica the replicator has been waiting on for a while (not one it only posts to
+	// on its way to the slow one), and which took a good part of the batch's time: half
+	// the bound. Once one is dropped, the batch goes on to the others; one slow too is
+	// dropped once it took that much, a healthy one (which waited its turn behind the slow
+	// one, and then has the batch's rest to take) is not: judged by the batch's age, a
+	// replica waited on for 50 ms after another's drop was dropped too, under load.
 	std::lock_guard b(busy_mu_);
-	if (!busy_ || !busy_->rp || dropped_ ||
-	    async::clock_type::now() - busy_since_ < std::chrono::milliseconds(50))
+	const auto waiting = async::clock_type::now() - busy_since_;
+	if (!busy_ || !busy_->rp || dropped_ || waiting < std::chrono::milliseconds(50))
+		return false;
+	const auto i = static_cast<std::size_t>(busy_ - d_.remotes.data());
+	if (waited_[i] + waiting < d_.congestion_bound() / 2)
 		return false;
 	dropped_ = true;
 	{
@@ -93,6 +104,10 @@ bool replica_sink::congested(async::clock_type::duration sending)
 void replica_sink::send(const std::vector<async::piece> &batch, const async::staging_ring &ring)
 {
 	std::unique_lock g(d_.remote_mu);
+	if (tracked_) {
+		std::lock_guard b(busy_mu_);
+		waited_.assign(d_.remotes.size(), {});
+	}
 	// Rounds of relaxed flushes that fit one lane request, then a drain, posted to every
 	// replica before waiting on any: all replicas in parallel, and each applies a round while
 	// the next is built (drain_ahead). (A flush that overflowed the request would send it and
