@@ -2104,30 +2104,55 @@ TEST_CASE("replicated_pool asynchronous, degrade: a replica too slow to keep the
 	close_back_and_told(p, s, client);
 }
 
+namespace
+{
+
+/** A two-replica synchronous pool under degrade, brought back only by resync() (once fed),
+ *  its first 64 MiB random bytes from `seed`. RPMEM_TIMEOUT and RPMEM_KEEPALIVE are set
+ *  first: they are read at the first pool, and ctest runs each test case in a process. */
+struct starved_sync_setup {
+	static constexpr std::size_t big = 64u << 20;
+
+	starved_sync_setup(const char *timeout, const char *keepalive, std::uint64_t seed)
+	    : p(create(s, timeout, keepalive))
+	{
+		auto data = p.data();
+		std::mt19937_64 rng(seed);
+		for (std::size_t i = 0; i < big; i += 8) {
+			const auto v = rng();
+			std::memcpy(data.data() + i, &v, 8);
+		}
+	}
+
+	const client_log client;
+	sshd server;
+	replicated_setup s{server, 2, {"80M"}, false, "80M"};
+	replicated_pool p;
+
+private:
+	static replicated_pool create(const replicated_setup &s, const char *timeout,
+	                              const char *keepalive)
+	{
+		::setenv("RPMEM_TIMEOUT", timeout, 1);
+		::setenv("RPMEM_KEEPALIVE", keepalive, 1);
+		replicated_pool::options o;
+		o.on_failure = replicated_pool::failure_policy::degrade;
+		o.reconnect = false;
+		return replicated_pool::create(s.path(), s.options(o));
+	}
+};
+
+} // namespace
+
 TEST_CASE("replicated_pool synchronous, degrade: a call that waits on a starved replica longer "
           "than twice RPMEM_TIMEOUT drops it, the other replica in service, and it is caught "
           "up",
           "[replication][fault][outage]")
 {
-	const client_log client;
-	// Read at the first pool (a process per test case). The keep-alive well inside the
-	// silence bound: the starved rpmemd answers it in its windows, 0.3 s apart, so no
-	// silence ends the call's wait; the call bound is 1.3 s.
-	::setenv("RPMEM_TIMEOUT", "650", 1);
-	::setenv("RPMEM_KEEPALIVE", "150", 1);
-	sshd server;
-	constexpr std::size_t big = 64u << 20;
-	replicated_setup s(server, 2, {"80M"}, false, "80M");
-	replicated_pool::options o;
-	o.on_failure = replicated_pool::failure_policy::degrade;
-	o.reconnect = false; // resync() below, once fed
-	auto p = replicated_pool::create(s.path(), s.options(o));
-	auto data = p.data();
-	std::mt19937_64 rng(2811);
-	for (std::size_t i = 0; i < big; i += 8) {
-		const auto v = rng();
-		std::memcpy(data.data() + i, &v, 8);
-	}
+	// The keep-alive well inside the silence bound: the starved rpmemd answers it in its
+	// windows, 0.3 s apart, so no silence ends the call's wait; the call bound is 1.3 s.
+	starved_sync_setup t("650", "150", 2811);
+	const auto data = t.p.data();
 	{
 		// One persist of 64 MiB, which node 0's rpmemd, running 2 ms in every 302, takes
 		// about 3 s to move (128 MiB took 5.9 s here without the bound), answering all
@@ -2135,9 +2160,9 @@ TEST_CASE("replicated_pool synchronous, degrade: a call that waits on a starved 
 		// took 2 s under TSan: a bound below what a healthy replica takes for a call drops
 		// that one too, as a first version of this test, 256 MiB at a 2 s bound, saw
 		// there).
-		const auto why = lost_when_starved(p, s, [&] {
+		const auto why = lost_when_starved(t.p, t.s, [&] {
 			const auto t0 = std::chrono::steady_clock::now();
-			p.persist(data.subspan(0, big));
+			t.p.persist(data.subspan(0, t.big));
 			const double took = std::chrono::duration<double, std::milli>(
 			                        std::chrono::steady_clock::now() - t0)
 			                        .count();
@@ -2148,32 +2173,18 @@ TEST_CASE("replicated_pool synchronous, degrade: a call that waits on a starved 
 		      std::string::npos);
 		CHECK(why.find("twice the silence bound") != std::string::npos);
 	}
-	close_back_and_told(p, s, client);
+	close_back_and_told(t.p, t.s, t.client);
 }
 
 TEST_CASE("replicated_pool synchronous, degrade: a flush that waits on a starved replica longer "
           "than twice RPMEM_TIMEOUT for room on its lane drops it, before any drain",
           "[replication][fault][outage]")
 {
-	const client_log client;
 	// The call bound is 4 s. The starved rpmemd answers the keep-alive in its windows, 0.3 s
 	// apart: a ping may take min(RPMEM_TIMEOUT, 3 x RPMEM_KEEPALIVE), here six windows (at
 	// 1000 ms, under load, one ping in four went unanswered before the flush's bound).
-	::setenv("RPMEM_TIMEOUT", "2000", 1);
-	::setenv("RPMEM_KEEPALIVE", "600", 1);
-	sshd server;
-	constexpr std::size_t big = 64u << 20;
-	replicated_setup s(server, 2, {"80M"}, false, "80M");
-	replicated_pool::options o;
-	o.on_failure = replicated_pool::failure_policy::degrade;
-	o.reconnect = false;
-	auto p = replicated_pool::create(s.path(), s.options(o));
-	auto data = p.data();
-	std::mt19937_64 rng(2812);
-	for (std::size_t i = 0; i < big; i += 8) {
-		const auto v = rng();
-		std::memcpy(data.data() + i, &v, 8);
-	}
+	starved_sync_setup t("2000", "600", 2812);
+	const auto data = t.p.data();
 	{
 		// Relaxed flushes of 256 KiB, 256 MiB in all: a flush posts its write and returns,
 		// until the lane's queue is full; then it waits for room, which the starved rpmemd
@@ -2181,11 +2192,11 @@ TEST_CASE("replicated_pool synchronous, degrade: a flush that waits on a starved
 		// persist's is: the replica is dropped during a flush. (Unbounded, one flush
 		// waited 7.7-8.4 s, until a keep-alive ping went unanswered.)
 		constexpr std::size_t piece = 256u << 10;
-		const auto why = lost_when_starved(p, s, [&] {
+		const auto why = lost_when_starved(t.p, t.s, [&] {
 			double longest = 0;
-			for (std::size_t i = 0; i < 4 * big / piece; ++i) {
+			for (std::size_t i = 0; i < 4 * t.big / piece; ++i) {
 				const auto t0 = std::chrono::steady_clock::now();
-				p.flush(data.subspan((i * piece) % big, piece));
+				t.p.flush(data.subspan((i * piece) % t.big, piece));
 				longest =
 				    std::max(longest, std::chrono::duration<double, std::milli>(
 				                          std::chrono::steady_clock::now() - t0)
@@ -2195,13 +2206,13 @@ TEST_CASE("replicated_pool synchronous, degrade: a flush that waits on a starved
 			WARN("the longest flush took " << longest << " ms");
 			// The flush's failure waits for the drain, which reports it (degrade: the
 			// replica lost, the call going on).
-			p.drain();
+			t.p.drain();
 		});
 		INFO("replica 1 was lost for: " << why);
 		CHECK(why.find("the replica is too slow: a flush has waited") != std::string::npos);
 		CHECK(why.find("twice the silence bound") != std::string::npos);
 	}
-	close_back_and_told(p, s, client);
+	close_back_and_told(t.p, t.s, t.client);
 }
 
 TEST_CASE("replicated_pool asynchronous, degrade: two replicas too slow at once (both rpmemds "
