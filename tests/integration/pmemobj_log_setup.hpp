@@ -106,8 +106,14 @@ public:
 	void wait_said(const std::string &text,
 	               std::chrono::seconds bound = std::chrono::seconds(120)) const
 	{
+		wait_said_after(0, text, bound);
+	}
+	/** wait_said, for `text` past the log's first `from` bytes. */
+	void wait_said_after(std::size_t from, const std::string &text,
+	                     std::chrono::seconds bound = std::chrono::seconds(120)) const
+	{
 		const auto give_up = std::chrono::steady_clock::now() + bound;
-		while (errors().find(text) == std::string::npos &&
+		while (errors().find(text, from) == std::string::npos &&
 		       std::chrono::steady_clock::now() < give_up)
 			std::this_thread::sleep_for(std::chrono::milliseconds(20));
 	}
