@@ -125,9 +125,11 @@ public:
 		 * outage, its last round held only when the measured rate says it is shorter than
 		 * max_lag_time (DRBD's pull-ahead), and ended, the replica behind again, if it
 		 * holds the calls longer than that silence bound. Several slow at once are dropped
-		 * in turn: once a batch is past the bound, a replica it then waits on for 50 ms is
-		 * dropped too, so a call waits about max_lag_time + that bound however many are
-		 * slow. Under fail the calls go at the slowest one's pace. */
+		 * in turn: once a batch is past the bound, a replica it then waits on is dropped
+		 * too when it took half the bound of the batch's time (a healthy one, which then
+		 * has the batch's rest to take, is not), so each further slow replica adds about
+		 * half the bound to a call's wait. Under fail the calls go at the slowest one's
+		 * pace. */
 		std::size_t max_lag_bytes = 64u << 20;
 		std::chrono::milliseconds max_lag_time{1000};
 		/** How to reach every remote replica's rpmemd (defaults: the environment; with
