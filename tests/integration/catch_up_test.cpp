@@ -336,9 +336,7 @@ TEST_CASE("catch-up: rpmemd frozen, a call bound shorter than RPMEM_TIMEOUT: the
 	REQUIRE(::kill(daemon, SIGCONT) == 0);
 	REQUIRE(b.said("replica in_sync (caught up"));
 	{
-		const auto text = errors();
-		const auto at = text.find("replica in_sync (caught up");
-		const auto caught = text.substr(at, text.find('\n', at) - at);
+		const auto caught = line_with(errors(), "replica in_sync (caught up");
 		INFO("the caught-up line: " << caught);
 		CHECK(has(caught, "; 0 bytes of persists went to it directly"));
 	}
@@ -374,9 +372,7 @@ TEST_CASE("catch-up: a last round, the calls held, longer than RPMEM_CALL_TIMEOU
 	fs::rename(keys_off, keys);
 	REQUIRE(b.said("catching up failed in its last round"));
 	{
-		const auto text = b.errors();
-		const auto at = text.find("catching up failed in its last round");
-		const auto failed = text.substr(at, text.find('\n', at) - at);
+		const auto failed = line_with(b.errors(), "catching up failed in its last round");
 		INFO("the failure: " << failed);
 		CHECK(has(failed, "longer than RPMEM_CALL_TIMEOUT (100 ms)"));
 	}

@@ -282,10 +282,8 @@ TEST_CASE("outage, synchronous continue: a call that waits on a throttled replic
 	s.wait_caught_up(*w);
 	{
 		// No call went to the replica while it caught up: it had been dropped as slow.
-		const auto err = s.errors();
-		const auto at = err.find("replica in_sync (caught up");
-		REQUIRE(at != std::string::npos);
-		const auto line = err.substr(at, err.find('\n', at) - at);
+		const auto line = line_with(s.errors(), "replica in_sync (caught up");
+		REQUIRE_FALSE(line.empty());
 		INFO("the catch-up said: " << line);
 		CHECK(line.find("; 0 bytes of persists went to it directly") != std::string::npos);
 		// Its last round was taken by the link's measured rate, as for a slow replica.
@@ -332,7 +330,7 @@ TEST_CASE("outage, asynchronous: a replica behind a throttled link is dropped in
 		const auto drop = log.find("replica reconnecting", mark);
 		INFO(s.said());
 		REQUIRE(drop != std::string::npos);
-		const auto line = log.substr(drop, log.find('\n', drop) - drop);
+		const auto line = line_with(log, "replica reconnecting", drop);
 		if (line.find("the replica is too slow") != std::string::npos) {
 			since = drop;
 			break;
@@ -363,8 +361,8 @@ TEST_CASE("outage, asynchronous: a replica behind a throttled link is dropped in
 	{
 		const auto log = s.errors();
 		INFO(s.said() << "\nmetrics:\n" << s.metrics());
-		const auto at = log.find("replica in_sync", since);
-		if (at == std::string::npos) {
+		const auto line = line_with(log, "replica in_sync", since);
+		if (line.empty()) {
 			// What the operator sees meanwhile: the state change was written as it
 			// happened.
 			CHECK(s.metrics().find("catching_up") != std::string::npos);
@@ -372,7 +370,6 @@ TEST_CASE("outage, asynchronous: a replica behind a throttled link is dropped in
 			// A writer slower than the link (a sanitizer's under load once dirtied 20
 			// kB while the first round moved 1.7 MB) lets a round fit the lag bound at
 			// the link's rate: that round, and only such a round, may be the last.
-			const auto line = log.substr(at, log.find('\n', at) - at);
 			WARN("the replica caught up over the slow link: " << line);
 			const std::string rule = "was taken by the link's measured rate: ";
 			const auto by = line.find(rule);

@@ -36,6 +36,15 @@ inline bool has(const process_result &r, const std::string &part)
 {
 	return has(r.output, part);
 }
+/** The first line of `text`, from `from` on, that holds `part` (from `part` to the line's
+ *  end), or "" when none does: a log line to check what else it says. */
+inline std::string line_with(const std::string &text, const std::string &part, std::size_t from = 0)
+{
+	const auto at = text.find(part, from);
+	if (at == std::string::npos)
+		return {};
+	return text.substr(at, text.find('\n', at) - at);
+}
 /** How many times `text` holds `part` (overlapping ones too). */
 inline std::size_t count(const std::string &text, const std::string &part)
 {
