@@ -172,14 +172,10 @@ bool remote_writer::catch_up()
 			    // the calls are held no longer than the lag bound would hold them.
 			    const bool last =
 			        slow_.load()
-			            ? client::last_round_of_slow(bytes, dest.moved - moved_before,
-			                                         now - round_start,
-			                                         cfg_.lag.max_lag_time)
+			            ? slow_round.decide(bytes, dest.moved - moved_before,
+			                                now - round_start, cfg_.lag.max_lag_time)
 			            : client::last_catch_up_round(bytes, previous, round,
 			                                          cfg_.catch_up_hold_bytes);
-			    if (last && slow_.load())
-				    slow_round.judge(bytes, dest.moved - moved_before,
-				                     now - round_start, cfg_.lag.max_lag_time);
 			    round_start = now;
 			    moved_before = dest.moved;
 			    if (last) {

@@ -183,18 +183,21 @@ constexpr bool last_round_of_slow(std::uint64_t bytes, std::uint64_t previous,
 	       static_cast<double>(budget.count()) * static_cast<double>(previous);
 }
 
-/** What a slow replica's last round was taken by, for the log line that says it is in sync:
- *  an operator sees why the calls were held then, and for how long the link's rate said. */
+/** A slow replica's catch-up rounds judged by last_round_of_slow, and what took its last
+ *  one, for the log line that says it is in sync: an operator sees why the calls were held
+ *  then, and for how long the link's rate said. */
 struct slow_last_round {
-	bool taken = false;      ///< the last round was judged by last_round_of_slow
+	bool taken = false;      ///< a round was taken as the last by last_round_of_slow
 	std::uint64_t bytes = 0; ///< what it was to move when judged
 	double predicted_ms = 0; ///< its time at the rate the round before it measured
 	std::chrono::nanoseconds budget{};
 
-	/** Records the judgement of a round about to move `bytes` (as last_round_of_slow). */
-	void judge(std::uint64_t b, std::uint64_t previous, std::chrono::nanoseconds took,
-	           std::chrono::nanoseconds within)
+	/** last_round_of_slow(b, previous, took, within), remembered when it says last. */
+	bool decide(std::uint64_t b, std::uint64_t previous, std::chrono::nanoseconds took,
+	            std::chrono::nanoseconds within)
 	{
+		if (!last_round_of_slow(b, previous, took, within))
+			return false;
 		taken = true;
 		bytes = b;
 		budget = within;
@@ -202,6 +205,7 @@ struct slow_last_round {
 		                   ? 0
 		                   : static_cast<double>(b) * static_cast<double>(took.count()) /
 		                         static_cast<double>(previous) / 1e6;
+		return true;
 	}
 	/** "; its last round, N bytes, taken by the link's measured rate (P ms, within B ms)", or
 	 *  nothing when the replica was not slow. */

@@ -224,13 +224,10 @@ bool resilient_pool::catch_up()
 			    // with the calls going on, however many that takes.
 			    const bool last =
 			        slow_.load()
-			            ? last_round_of_slow(bytes, dest.moved - moved_before,
-			                                 now - round_start, cfg_.call_timeout / 4)
+			            ? slow_round.decide(bytes, dest.moved - moved_before,
+			                                now - round_start, cfg_.call_timeout / 4)
 			            : last_catch_up_round(bytes, previous, round,
 			                                  cfg_.catch_up_hold_bytes);
-			    if (last && slow_.load())
-				    slow_round.judge(bytes, dest.moved - moved_before,
-				                     now - round_start, cfg_.call_timeout / 4);
 			    round_start = now;
 			    moved_before = dest.moved;
 			    if (last) {

@@ -186,12 +186,15 @@ TEST_CASE("the log line of a slow replica's catch-up says what its last round's 
 	rpmem::client::slow_last_round r;
 	// Not slow: nothing is added to the in-sync line.
 	CHECK(r.note().empty());
+	// A round the rate says is too long is not the last, and not remembered.
+	CHECK_FALSE(r.decide(M + 1, 4 * M, milliseconds(2000), milliseconds(500)));
+	CHECK(r.note().empty());
 	// 1 MiB after 4 MiB moved in 2 s: 500 ms at that rate.
-	r.judge(M, 4 * M, milliseconds(2000), milliseconds(500));
+	CHECK(r.decide(M, 4 * M, milliseconds(2000), milliseconds(500)));
 	CHECK(r.note() == "; its last round, 1048576 bytes, was taken by the link's measured rate: "
 	                  "500.0 ms at it, within 500 ms");
 	// An empty round (taken whatever came before) is due at once.
-	r.judge(0, 0, milliseconds(0), milliseconds(375));
+	CHECK(r.decide(0, 0, milliseconds(0), milliseconds(375)));
 	CHECK(r.note() == "; its last round, 0 bytes, was taken by the link's measured rate: "
 	                  "0.0 ms at it, within 375 ms");
 }
